@@ -1,0 +1,164 @@
+"""Settings: one TOML file plus `LORELAB_*` environment variables, and nothing else.
+
+Where the file is: `--config PATH`, else `$LORELAB_CONFIG`, else `config.toml` in the user's config
+directory. The embedded default needs no file at all: SQLite in the user's data directory, Celery
+eager, replies to an outbox directory.
+
+Environment overrides name a key by its section and name: `LORELAB_DATABASE_URL` sets
+`[database] url`, `LORELAB_INGEST_BATCH_SIZE` sets `[ingest] batch_size`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+APP_NAME = "lorelab"
+
+
+class ConfigError(ValueError):
+    """A configuration file or variable that cannot be used; the text says what to fix."""
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("LORELAB_DATA_DIR") or platformdirs.user_data_dir(APP_NAME))
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+@dataclass
+class DatabaseSettings:
+    url: str = ""  # empty: SQLite file lorelab.db in the data directory
+
+    def resolved_url(self) -> str:
+        return self.url or f"sqlite:///{data_dir() / 'lorelab.db'}"
+
+
+@dataclass
+class IngestSettings:
+    batch_size: int = 500  # messages per database transaction
+    max_message_bytes: int = 10 * 1024 * 1024  # larger mail is quarantined, headers kept
+
+
+@dataclass
+class ListSettings:
+    name: str
+    address: str = ""
+
+
+@dataclass
+class Settings:
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    lists: list[ListSettings] = field(default_factory=list)
+    source: Path | None = None  # the file these settings came from, if any
+
+
+_SECTIONS = {"database": DatabaseSettings, "ingest": IngestSettings}
+
+
+def _coerce(value: str, like: Any, key: str) -> Any:
+    if isinstance(like, bool):
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}={value!r}: expected true or false")
+    if isinstance(like, int):
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{key}={value!r}: expected a whole number") from None
+    return value
+
+
+def _apply_section(target: Any, values: dict[str, Any], where: str) -> None:
+    known = {f.name: f for f in fields(target)}
+    for key, value in values.items():
+        if key not in known:
+            raise ConfigError(
+                f"{where}: unknown setting {key!r}; known: {', '.join(sorted(known))}"
+            )
+        current = getattr(target, key)
+        if isinstance(value, str) and not isinstance(current, str):
+            value = _coerce(value, current, f"{where}.{key}")
+        elif type(current) is not type(value) and not (
+            isinstance(current, int) and isinstance(value, int)
+        ):
+            raise ConfigError(
+                f"{where}.{key}: expected {type(current).__name__}, got {type(value).__name__}"
+            )
+        setattr(target, key, value)
+
+
+def load_settings(path: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
+    """Read the TOML file (if there is one) and apply `LORELAB_*` overrides."""
+    env = dict(os.environ if env is None else env)
+    explicit = path or env.get("LORELAB_CONFIG")
+    config_path = Path(explicit) if explicit else default_config_path()
+    settings = Settings()
+    if config_path.exists():
+        try:
+            raw = tomllib.loads(config_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{config_path}: not valid TOML: {exc}") from None
+        settings.source = config_path
+        for section, values in raw.items():
+            if section == "lists":
+                if not isinstance(values, list):
+                    raise ConfigError(f"{config_path}: [[lists]] must be an array of tables")
+                try:
+                    settings.lists = [ListSettings(**item) for item in values]
+                except TypeError as exc:
+                    raise ConfigError(f"{config_path}: [[lists]]: {exc}") from None
+            elif section in _SECTIONS:
+                _apply_section(getattr(settings, section), values, f"{config_path}: [{section}]")
+            else:
+                raise ConfigError(
+                    f"{config_path}: unknown section [{section}]; "
+                    f"known: {', '.join(sorted([*_SECTIONS, 'lists']))}"
+                )
+    elif explicit:
+        raise ConfigError(
+            f"config file {config_path} does not exist; "
+            f"create one with `lorelab init {config_path}`"
+        )
+    for section in _SECTIONS:
+        prefix = f"LORELAB_{section.upper()}_"
+        overrides = {
+            name[len(prefix) :].lower(): value
+            for name, value in env.items()
+            if name.startswith(prefix)
+        }
+        if overrides:
+            _apply_section(getattr(settings, section), overrides, f"environment {prefix}*")
+    return settings
+
+
+STARTER_CONFIG = """\
+# lorelab configuration. Every setting here can also be given as an environment variable:
+# LORELAB_<SECTION>_<NAME>, e.g. LORELAB_DATABASE_URL=postgresql+psycopg://lorelab@db/lorelab
+
+[database]
+# SQLAlchemy URL. Empty: a SQLite file in the user's data directory (the embedded default).
+# url = "postgresql+psycopg://lorelab@127.0.0.1:5432/lorelab"
+url = ""
+
+[ingest]
+# Messages stored per database transaction.
+batch_size = 500
+# Mail larger than this is quarantined (headers kept) instead of stored.
+max_message_bytes = 10485760
+
+# The lists lorelab follows. One [[lists]] table each.
+# [[lists]]
+# name = "linux-mm"
+# address = "linux-mm@kvack.org"
+"""

@@ -1,0 +1,1 @@
+"""The database: models (`bot.db.models`); engines, sessions, migrations (`bot.db.session`)."""

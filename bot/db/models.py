@@ -1,0 +1,231 @@
+"""The database schema as SQLAlchemy 2.x models.
+
+Schema changes only through `migrations/` (Alembic); these models must match the latest revision.
+Raw mail is kept, compressed, so that any later stage can re-read a message exactly as received.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+# Stable constraint names, so that migrations can refer to them on SQLite and PostgreSQL alike.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dt.datetime: DateTime(timezone=True), dict[str, Any]: JSON}
+
+
+class MailingList(Base):
+    __tablename__ = "lists"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    address: Mapped[str] = mapped_column(String(320), default="")
+
+
+class MessageList(Base):
+    """A message seen on a list; the same message cross-posted to two lists is stored once."""
+
+    __tablename__ = "message_lists"
+
+    message_id: Mapped[int] = mapped_column(
+        ForeignKey("messages.id", ondelete="CASCADE"), primary_key=True
+    )
+    list_id: Mapped[int] = mapped_column(ForeignKey("lists.id"), primary_key=True)
+
+
+class Thread(Base):
+    """Messages connected by In-Reply-To/References; `root_msgid` may name a message not seen."""
+
+    __tablename__ = "threads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    root_msgid: Mapped[str] = mapped_column(String(998), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    msgid: Mapped[str] = mapped_column(String(998), unique=True)
+    in_reply_to: Mapped[str | None] = mapped_column(String(998), index=True)
+    references: Mapped[list[str]] = mapped_column(JSON, default=list)
+    thread_id: Mapped[int | None] = mapped_column(ForeignKey("threads.id"), index=True)
+    from_name: Mapped[str] = mapped_column(String(500), default="")
+    from_email: Mapped[str] = mapped_column(String(320), default="", index=True)
+    date: Mapped[dt.datetime | None] = mapped_column(index=True)
+    subject: Mapped[str] = mapped_column(Text, default="")
+    title: Mapped[str] = mapped_column(Text, default="")
+    kind: Mapped[str] = mapped_column(String(20), index=True)
+    reply: Mapped[bool] = mapped_column(Boolean, default=False)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    version_explicit: Mapped[bool] = mapped_column(Boolean, default=False)
+    counter: Mapped[int] = mapped_column(Integer, default=1)
+    total: Mapped[int] = mapped_column(Integer, default=1)
+    rfc: Mapped[bool] = mapped_column(Boolean, default=False)
+    resend: Mapped[bool] = mapped_column(Boolean, default=False)
+    prefixes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    list_id_header: Mapped[str | None] = mapped_column(String(300))
+    base_commit: Mapped[str | None] = mapped_column(String(64))
+    change_id: Mapped[str | None] = mapped_column(String(200), index=True)
+    patch_fingerprint: Mapped[str | None] = mapped_column(String(64), index=True)
+    files: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    insertions: Mapped[int] = mapped_column(Integer, default=0)
+    deletions: Mapped[int] = mapped_column(Integer, default=0)
+    trailers: Mapped[list[list[str]]] = mapped_column(JSON, default=list)  # [name, value] pairs
+    problems: Mapped[list[str]] = mapped_column(JSON, default=list)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed RFC 822 bytes
+    raw_size: Mapped[int] = mapped_column(Integer)
+    ingested_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    lists: Mapped[list[MailingList]] = relationship(secondary="message_lists", lazy="selectin")
+
+
+class Series(Base):
+    """One patch series across its versions (v1..vN)."""
+
+    __tablename__ = "series"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str] = mapped_column(Text)
+    title_key: Mapped[str] = mapped_column(String(500), index=True)  # normalised, for matching
+    author_name: Mapped[str] = mapped_column(String(500), default="")
+    author_email: Mapped[str] = mapped_column(String(320), index=True)
+    change_id: Mapped[str | None] = mapped_column(String(200), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    versions: Mapped[list[SeriesVersion]] = relationship(
+        back_populates="series", order_by="SeriesVersion.version, SeriesVersion.id"
+    )
+
+
+class SeriesVersion(Base):
+    """One posting of a series: a cover letter (optional) and patches 1..N of one version."""
+
+    __tablename__ = "series_versions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), index=True)
+    # The message-id the posting hangs from (cover letter, or patch 1 / the first patch's parent):
+    # what identifies this posting while its messages arrive in any order.
+    anchor_msgid: Mapped[str] = mapped_column(String(998), unique=True)
+    thread_id: Mapped[int | None] = mapped_column(ForeignKey("threads.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text)
+    author_email: Mapped[str] = mapped_column(String(320), index=True)
+    expected: Mapped[int] = mapped_column(Integer)
+    received: Mapped[int] = mapped_column(Integer, default=0)
+    complete: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+    cover_message_id: Mapped[int | None] = mapped_column(ForeignKey("messages.id"))
+    rfc: Mapped[bool] = mapped_column(Boolean, default=False)
+    resend: Mapped[bool] = mapped_column(Boolean, default=False)
+    prefixes: Mapped[list[str]] = mapped_column(JSON, default=list)
+    base_commit: Mapped[str | None] = mapped_column(String(64))
+    change_id: Mapped[str | None] = mapped_column(String(200))
+    notes: Mapped[list[str]] = mapped_column(JSON, default=list)  # e.g. version mismatches
+    date: Mapped[dt.datetime | None] = mapped_column(index=True)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    series: Mapped[Series] = relationship(back_populates="versions")
+    cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])
+    patches: Mapped[list[Patch]] = relationship(
+        back_populates="version", order_by="Patch.index", cascade="all, delete-orphan"
+    )
+
+
+class Patch(Base):
+    """Patch N of a series version. Subject, files and diffstat are the message's."""
+
+    __tablename__ = "patches"
+    __table_args__ = (UniqueConstraint("series_version_id", "index"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    series_version_id: Mapped[int] = mapped_column(
+        ForeignKey("series_versions.id", ondelete="CASCADE"), index=True
+    )
+    message_id: Mapped[int] = mapped_column(ForeignKey("messages.id"), unique=True)
+    index: Mapped[int] = mapped_column(Integer)
+
+    version: Mapped[SeriesVersion] = relationship(back_populates="patches")
+    message: Mapped[Message] = relationship(lazy="joined")
+    trailers: Mapped[list[Trailer]] = relationship(
+        back_populates="patch", order_by="Trailer.id", cascade="all, delete-orphan"
+    )
+
+
+class Trailer(Base):
+    """A trailer that applies to a patch: its own, from a reply, or carried from a version."""
+
+    __tablename__ = "trailers"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    patch_id: Mapped[int] = mapped_column(ForeignKey("patches.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    value: Mapped[str] = mapped_column(Text)
+    # own: written in the patch; reply: in a reply to it; cover: in a reply to the cover letter;
+    # carried: given to an earlier version of an unchanged patch (same patch fingerprint).
+    origin: Mapped[str] = mapped_column(String(20))
+    source_msgid: Mapped[str] = mapped_column(String(998))
+
+    patch: Mapped[Patch] = relationship(back_populates="trailers")
+
+
+class IngestCursor(Base):
+    """Where a source was last read up to; advanced only after its messages are committed."""
+
+    __tablename__ = "ingest_cursors"
+    __table_args__ = (UniqueConstraint("kind", "location"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    kind: Mapped[str] = mapped_column(String(30))  # mbox, maildir, lore, pi-git
+    location: Mapped[str] = mapped_column(Text)
+    list_name: Mapped[str | None] = mapped_column(String(200))
+    position: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    messages_ingested: Mapped[int] = mapped_column(Integer, default=0)
+    last_poll: Mapped[dt.datetime | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class QuarantinedMail(Base):
+    """Input that could not be stored as a message, kept with the reason."""
+
+    __tablename__ = "quarantine"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    source: Mapped[str] = mapped_column(Text)  # e.g. "mbox:/path/to/file#17"
+    reason: Mapped[str] = mapped_column(Text)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed; maybe only the head
+    raw_size: Mapped[int] = mapped_column(Integer)  # size of the input, not of what is kept
+    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
+    received_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

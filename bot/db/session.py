@@ -1,0 +1,111 @@
+"""Engines, sessions and schema upgrades for SQLite (embedded) and PostgreSQL (deployed).
+
+A fresh, empty database is brought to the latest schema on first use; a database at an older
+schema is never changed behind the user's back: they are told to run `lorelab db upgrade`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+import migrations
+
+
+class SchemaError(RuntimeError):
+    """The database's schema does not match the code; the text says what to run."""
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 30})
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    cur = dbapi_conn.cursor()
+    # WAL lets the web page read while ingest writes; NORMAL is durable across process crashes.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def alembic_config(engine: Engine) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def head_revision() -> str:
+    script = ScriptDirectory.from_config(alembic_config(sa.create_engine("sqlite://")))
+    head = script.get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    command.upgrade(alembic_config(engine), revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    command.downgrade(alembic_config(engine), revision)
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Create the schema in an empty database; refuse to run on an outdated one."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None and not sa.inspect(engine).get_table_names():
+        upgrade(engine)
+        return
+    raise SchemaError(
+        f"the database at {engine.url.render_as_string(hide_password=True)} has schema "
+        f"{current or 'unknown (not made by lorelab?)'}, this lorelab needs {head}: "
+        "run `lorelab db upgrade`"
+    )
+
+
+class Database:
+    """One engine and its session factory."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session that commits on success and rolls back on any error."""
+        with self._sessions() as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()

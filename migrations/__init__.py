@@ -1,0 +1,1 @@
+"""Alembic migrations: the only way lorelab's schema changes (`lorelab db upgrade|downgrade`)."""

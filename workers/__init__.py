@@ -1,0 +1,1 @@
+"""lorelab's data plane: Celery tasks that apply, build and benchmark kernels."""
