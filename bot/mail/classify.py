@@ -1,0 +1,49 @@
+"""What a message is (cover letter, patch, review, inline diff, pull request, other).
+
+A pure function of the parsed subject and what the body carries; the series stage relies on it
+to put patches in their slots and to keep a reviewer's suggested diff out of the series.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bot.mail.diff import DIFFSTAT
+from bot.mail.record import MessageKind, Subject
+
+# A `git request-pull` body; unquoted lines only (a reply quoting one is not a pull request).
+# Regexes anchored with re.M cost ~7 us per KB of text, so a substring test goes first.
+_PULL_PHRASES = ("The following changes since commit ", "are available in the ")
+_PULL_BODY = re.compile(
+    r"^(?:The following changes since commit |\s*are available in the [Gg]it repository at)",
+    re.M,
+)
+_PULL_TAG = re.compile(r"\[[^]]*\bGIT\s+PULL\b", re.I)
+
+
+def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool) -> MessageKind:
+    """The kind of a message.
+
+    `prose` is the body without its diff; `replying` says the message has In-Reply-To or
+    References headers, even if its subject lacks `Re:`.
+    """
+    if subject.reply:
+        return MessageKind.INLINE_DIFF if has_diff else MessageKind.REVIEW
+    if ("PULL" in subject.raw.upper() and _PULL_TAG.search(subject.raw)) or _is_pull_body(prose):
+        return MessageKind.PULL_REQUEST
+    if subject.patch and subject.counters_explicit and subject.counter == 0:
+        return MessageKind.COVER
+    if has_diff:
+        return MessageKind.PATCH  # with or without a PATCH tag: "[RFC] foo" with a diff is one
+    if subject.patch:
+        if subject.counters_explicit:
+            return MessageKind.PATCH  # "[PATCH 2/5]" whose diff got lost: it still has a slot
+        if " changed" in prose and DIFFSTAT.search(prose):
+            return MessageKind.COVER
+    if replying:
+        return MessageKind.REVIEW  # a reply whose client dropped the "Re:"
+    return MessageKind.OTHER
+
+
+def _is_pull_body(prose: str) -> bool:
+    return any(phrase in prose for phrase in _PULL_PHRASES) and bool(_PULL_BODY.search(prose))

@@ -1,0 +1,100 @@
+"""Patch subjects read by b4's rules: `Re: [PATCH v3 mm-unstable 1/3] mm: foo` -> its parts.
+
+This re-implements `b4.LoreSubject` instead of calling it: measured here, `import b4` costs
+about 0.2 s (too much for the one-message-per-process MDA path) and each `LoreSubject()` about
+28 us, a third of what the bare `email.message_from_bytes` costs on a patch mail; with
+precompiled patterns this costs about 8 us, and nothing for a subject seen before (every reply
+in a thread repeats it).
+The rules are b4's:
+- a reply starts with `Re:`/`Aw:`/`Fwd:`, or any 2-3 letter word and a colon before `[`
+  (`SV: [PATCH]`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`) so the tags still count;
+- brackets inside brackets are flattened (`[PATCH [v2] 1/3]` -> `[PATCH v2 1/3]`);
+- every leading `[...]` group is split into words (on whitespace and, beyond b4, on commas, so
+  `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
+  `N/M` counters, `vN` version, `RFC*`, `RESEND*`, `PATCH*`; `[PATCHv3]` reads as `PATCH v3`
+  (and, beyond b4, `[RFCv2]` as `RFC v2`);
+- anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from bot.mail.record import Subject
+
+_REPLY = re.compile(r"(?:re|aw|fwd?)\s*:\s*|\w{2,3}:\s*(?=\[)", re.I)
+_INNER_OPEN = re.compile(r"\[([^]]*)\[([^\[\]]*)]")
+_INNER_CLOSE = re.compile(r"\[([^]]*)]([^\[\]]*)]")
+_GROUP = re.compile(r"\[([^]]*)]\s*")
+_GLUED_VERSION = re.compile(r"(patch|rfc)(v\d+)", re.I)  # [PATCHv3]
+_COUNTERS = re.compile(r"(\d{1,4})/(\d{1,4})")
+
+
+@functools.lru_cache(maxsize=4096)  # every reply in a thread repeats its subject
+def parse_subject(raw: str) -> Subject:
+    """Parse a decoded subject; never raises."""
+    subject = " ".join(raw.split())
+    full = subject
+    reply = False
+    while True:
+        match = _REPLY.match(subject)
+        if match is None:
+            break
+        reply = True
+        subject = subject[match.end() :]
+
+    if subject.count("[") > 1:
+        while True:
+            flattened = _INNER_CLOSE.sub(r"[\1\2]", _INNER_OPEN.sub(r"[\1\2]", subject))
+            if flattened == subject:
+                break
+            subject = flattened
+
+    patch = rfc = resend = False
+    version, version_explicit = 1, False
+    counter, total, counters_explicit = 1, 1, False
+    prefixes: list[str] = []
+    while subject.startswith("["):
+        match = _GROUP.match(subject)
+        if match is None:
+            break
+        subject = subject[match.end() :]
+        bracketed = match[1]
+        lowered = bracketed.lower()
+        if "patchv" in lowered or "rfcv" in lowered:
+            bracketed = _GLUED_VERSION.sub(r"\1 \2", bracketed)
+        for word in bracketed.replace(",", " ").split():
+            chunk = word.strip(";")
+            head = chunk[:1]
+            if head.isdigit() and "/" in chunk and _COUNTERS.fullmatch(chunk):
+                numerator, _, denominator = chunk.partition("/")
+                counter, total = int(numerator), int(denominator)
+                counters_explicit = True
+                continue
+            if head in ("v", "V") and chunk[1:].isdigit():
+                version, version_explicit = int(chunk[1:]), True
+                continue
+            lower = chunk.lower()
+            if lower.startswith("patch"):
+                patch = True
+            elif lower.startswith("rfc"):
+                rfc = True
+            elif lower.startswith("resend"):
+                resend = True
+            elif chunk:
+                prefixes.append(chunk)
+    return Subject(
+        raw=full,
+        title=subject.strip(),
+        reply=reply,
+        patch=patch,
+        version=version,
+        version_explicit=version_explicit,
+        counter=counter,
+        total=total,
+        counters_explicit=counters_explicit,
+        rfc=rfc,
+        resend=resend,
+        prefixes=tuple(prefixes),
+    )

@@ -1,0 +1,91 @@
+"""Subjects read by b4's rules: what the series stage sees of `[PATCH v3 mm-unstable 1/3] ...`."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.mail.subject import parse_subject
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            "Re: [PATCH 1/3] mm, lru_gen: batch update counters on againg",
+            dict(reply=True, patch=True, version=1, counter=1, total=3,
+                 title="mm, lru_gen: batch update counters on againg"),
+        ),
+        (
+            "[PATCH v4 0/9] per lruvec lru_lock for memcg",
+            dict(reply=False, patch=True, version=4, counter=0, total=9,
+                 title="per lruvec lru_lock for memcg"),
+        ),
+        ("[PATCHv3 2/5] mm: foo", dict(patch=True, version=3, counter=2, total=5)),
+        ("[PATCH] vmscan: improve reclaim throuput to bail out patch take2",
+         dict(patch=True, version=1, counter=1, total=1, counters_explicit=False)),
+        ("[RFC PATCH v2 03/10] mm: bar", dict(rfc=True, patch=True, version=2, counter=3)),
+        ("[PATCH RESEND v2] mm: baz", dict(resend=True, version=2, prefixes=())),
+        ("[PATCH mm-unstable v2 1/2] mm: qux", dict(prefixes=("mm-unstable",), version=2)),
+        ("[PATCH net-next,v2] net: x", dict(prefixes=("net-next",), version=2)),
+        ("[PATCH [v2] 1/3] nested", dict(version=2, counter=1, total=3, title="nested")),
+        ("Aw: [PATCH] german reply", dict(reply=True, patch=True, title="german reply")),
+        ("SV: [PATCH] swedish reply", dict(reply=True, patch=True)),
+        ("Fwd: [PATCH] forwarded", dict(reply=True, patch=True)),
+        ("Re: Re: [PATCH v2 1/2] twice", dict(reply=True, patch=True, version=2, counter=1)),
+        ("[GIT PULL] mm fixes for 6.7-rc7", dict(patch=False, prefixes=("GIT", "PULL"))),
+        ("[RFC] mm: an idea", dict(rfc=True, patch=False, title="mm: an idea")),
+        ("Re: plain discussion", dict(reply=True, patch=False, title="plain discussion")),
+        ("no tags at all", dict(reply=False, patch=False, title="no tags at all")),
+        ("", dict(reply=False, patch=False, title="")),
+    ],
+)
+def test_subject_fields(raw: str, expected: dict[str, object]) -> None:
+    subject = parse_subject(raw)
+    for name, value in expected.items():
+        assert getattr(subject, name) == value, (raw, name)
+
+
+def test_whitespace_is_folded_and_raw_kept() -> None:
+    subject = parse_subject("Re: [PATCH v2 1/3]   mm:\n\tfolded   subject ")
+    assert subject.raw == "Re: [PATCH v2 1/3] mm: folded subject"
+    assert subject.title == "mm: folded subject"
+
+
+def test_explicit_flags_tell_written_from_defaulted() -> None:
+    bare = parse_subject("[PATCH] x")
+    assert (bare.version_explicit, bare.counters_explicit) == (False, False)
+    full = parse_subject("[PATCH v1 1/1] x")
+    assert (full.version_explicit, full.counters_explicit) == (True, True)
+
+
+# Subjects on which our rules and b4's must agree (b4 keeps "Re: Re:" and "net-next,v2" whole,
+# where we deliberately go further).
+AGREED = [
+    "[PATCH v3 mm-unstable 1/3] mm, lru_gen: batch",
+    "Re: [PATCH 1/3] mm, lru_gen: batch update counters on againg",
+    "[PATCHv2 0/4] mm: cover",
+    "[RFC PATCH v2 03/10] mm: bar",
+    "[PATCH RESEND] mm: baz",
+    "[PATCH [v2] 1/3] nested",
+    "Aw: [PATCH] german reply",
+    "[GIT PULL] mm fixes",
+    "plain subject",
+]
+
+
+@pytest.mark.parametrize("raw", AGREED)
+def test_agrees_with_b4(raw: str) -> None:
+    b4 = pytest.importorskip("b4")
+    theirs = b4.LoreSubject(raw)
+    ours = parse_subject(raw)
+    assert (ours.reply, ours.patch, ours.rfc, ours.resend) == (
+        theirs.reply, theirs.patch, theirs.rfc, theirs.resend,
+    )
+    assert (ours.version, ours.counter, ours.total) == (
+        theirs.revision, theirs.counter, theirs.expected,
+    )
+    assert ours.title == theirs.subject
+    assert list(ours.prefixes) == [
+        p for p in theirs.get_extra_prefixes()
+        if p.lower() not in ("patch", "rfc", "resend") and not p.lower().startswith("patch")
+    ]
