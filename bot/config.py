@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from bot.report.settings import ReportSettings
 
 APP_NAME = "lorelab"
 
@@ -43,8 +46,10 @@ class DatabaseSettings:
 
 @dataclass
 class IngestSettings:
-    batch_size: int = 500  # messages per database transaction
+    batch_size: int = 1000  # messages per database transaction
     max_message_bytes: int = 10 * 1024 * 1024  # larger mail is quarantined, headers kept
+    # Processes that parse mail while the main one writes; 0 parses in the main process.
+    parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
 
 
 @dataclass
@@ -57,43 +62,45 @@ class ListSettings:
 class Settings:
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     ingest: IngestSettings = field(default_factory=IngestSettings)
+    report: ReportSettings = field(default_factory=ReportSettings)
     lists: list[ListSettings] = field(default_factory=list)
     source: Path | None = None  # the file these settings came from, if any
 
 
-_SECTIONS = {"database": DatabaseSettings, "ingest": IngestSettings}
+_SECTIONS = {"database": DatabaseSettings, "ingest": IngestSettings, "report": ReportSettings}
 
 
-def _coerce(value: str, like: Any, key: str) -> Any:
+def _coerce(value: str, like: Any, key: str) -> Any:  # key: how errors name it
+    if isinstance(like, list):
+        return [item.strip() for item in value.split(",") if item.strip()]
     if isinstance(like, bool):
         if value.lower() in ("1", "true", "yes", "on"):
             return True
         if value.lower() in ("0", "false", "no", "off"):
             return False
-        raise ConfigError(f"{key}={value!r}: expected true or false")
+        raise ConfigError(f"{key} = {value!r}: expected true or false")
     if isinstance(like, int):
         try:
             return int(value)
         except ValueError:
-            raise ConfigError(f"{key}={value!r}: expected a whole number") from None
+            raise ConfigError(f"{key} = {value!r}: expected a whole number") from None
     return value
 
 
-def _apply_section(target: Any, values: dict[str, Any], where: str) -> None:
+def _apply_section(target: Any, values: dict[str, Any], label: Callable[[str], str]) -> None:
+    """Set `values` on a settings dataclass; `label(key)` names a key in error messages."""
     known = {f.name: f for f in fields(target)}
     for key, value in values.items():
         if key not in known:
-            raise ConfigError(
-                f"{where}: unknown setting {key!r}; known: {', '.join(sorted(known))}"
-            )
+            raise ConfigError(f"{label(key)}: unknown setting; known: {', '.join(sorted(known))}")
         current = getattr(target, key)
         if isinstance(value, str) and not isinstance(current, str):
-            value = _coerce(value, current, f"{where}.{key}")
+            value = _coerce(value, current, label(key))
         elif type(current) is not type(value) and not (
             isinstance(current, int) and isinstance(value, int)
         ):
             raise ConfigError(
-                f"{where}.{key}: expected {type(current).__name__}, got {type(value).__name__}"
+                f"{label(key)}: expected {type(current).__name__}, got {type(value).__name__}"
             )
         setattr(target, key, value)
 
@@ -119,7 +126,11 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
                 except TypeError as exc:
                     raise ConfigError(f"{config_path}: [[lists]]: {exc}") from None
             elif section in _SECTIONS:
-                _apply_section(getattr(settings, section), values, f"{config_path}: [{section}]")
+                _apply_section(
+                    getattr(settings, section),
+                    values,
+                    lambda key, section=section: f"{config_path}: [{section}] {key}",
+                )
             else:
                 raise ConfigError(
                     f"{config_path}: unknown section [{section}]; "
@@ -138,7 +149,11 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             if name.startswith(prefix)
         }
         if overrides:
-            _apply_section(getattr(settings, section), overrides, f"environment {prefix}*")
+            _apply_section(
+                getattr(settings, section),
+                overrides,
+                lambda key, prefix=prefix: f"environment variable {prefix}{key.upper()}",
+            )
     return settings
 
 
@@ -153,9 +168,32 @@ url = ""
 
 [ingest]
 # Messages stored per database transaction.
-batch_size = 500
+batch_size = 1000
 # Mail larger than this is quarantined (headers kept) instead of stored.
 max_message_bytes = 10485760
+# Processes that parse mail during a large import (default: one per CPU; 0: none).
+# parse_workers = 2
+
+[report]
+# Where replies go: "outbox" writes them into a maildir under the data directory (nothing
+# leaves the machine; open it with `mutt -f DIR`); "smtp" sends them through smtp_host.
+mode = "outbox"
+# Replies wait for `lorelab outbox approve ID` before they are sent.
+moderation = false
+from_address = "lorelab <lorelab@localhost>"
+# How to reach a human; printed in every reply's signature (required for smtp).
+contact = ""
+# Lists a reply may go to. In smtp mode an empty list allows none.
+allowed_lists = []
+# Addresses never written to; "@example.org" covers a domain.
+opt_out = []
+list_daily_limit = 20
+author_daily_limit = 5
+# smtp_host = "smtp.example.org"
+# smtp_security = "starttls"   # or "ssl", or "plain" (loopback only)
+# smtp_user = "lorelab"
+# The password: $LORELAB_SMTP_PASSWORD, or a file readable only by lorelab:
+# smtp_password_file = "/etc/lorelab/smtp-password"
 
 # The lists lorelab follows. One [[lists]] table each.
 # [[lists]]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import zstandard
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -37,9 +39,52 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+class UTCDateTime(TypeDecorator[dt.datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite would hand back naive ones)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(dt.UTC)
+        return value
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Any) -> dt.datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return value
+
+
+class PackedMail(bytes):
+    """Mail already compressed (by an ingest worker): stored as it is."""
+
+
+_ZSTD_LEVEL = 1  # three times faster than zlib's fastest level, same size on list mail
+
+
+class CompressedMail(TypeDecorator[bytes]):
+    """Raw mail kept exactly as received, zstd-compressed on disk; reads give the bytes back."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def process_bind_param(self, value: bytes | None, dialect: Any) -> bytes | None:
+        if value is None or isinstance(value, PackedMail):
+            return value
+        return pack_mail(value)
+
+    def process_result_value(self, value: bytes | None, dialect: Any) -> bytes | None:
+        return None if value is None else zstandard.ZstdDecompressor().decompress(value)
+
+
+def pack_mail(raw: bytes) -> PackedMail:
+    return PackedMail(zstandard.ZstdCompressor(level=_ZSTD_LEVEL).compress(raw))
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {dt.datetime: DateTime(timezone=True), dict[str, Any]: JSON}
+    type_annotation_map = {dt.datetime: UTCDateTime(), dict[str, Any]: JSON}
 
 
 class MailingList(Base):
@@ -102,7 +147,7 @@ class Message(Base):
     deletions: Mapped[int] = mapped_column(Integer, default=0)
     trailers: Mapped[list[list[str]]] = mapped_column(JSON, default=list)  # [name, value] pairs
     problems: Mapped[list[str]] = mapped_column(JSON, default=list)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed RFC 822 bytes
+    raw: Mapped[bytes] = mapped_column(CompressedMail)  # the RFC 822 bytes as received
     raw_size: Mapped[int] = mapped_column(Integer)
     ingested_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -183,7 +228,9 @@ class Patch(Base):
 
 
 class Trailer(Base):
-    """A trailer that applies to a patch: its own, from a reply, or carried from a version."""
+    """A trailer someone gave a patch: in a reply, or carried from an earlier version.
+
+    The patch's own trailers (Signed-off-by, ...) are in its message's `trailers`."""
 
     __tablename__ = "trailers"
 
@@ -191,8 +238,8 @@ class Trailer(Base):
     patch_id: Mapped[int] = mapped_column(ForeignKey("patches.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     value: Mapped[str] = mapped_column(Text)
-    # own: written in the patch; reply: in a reply to it; cover: in a reply to the cover letter;
-    # carried: given to an earlier version of an unchanged patch (same patch fingerprint).
+    # reply: in a reply to it; cover: in a reply to the cover letter; carried: given to an
+    # earlier version of an unchanged patch (same patch fingerprint).
     origin: Mapped[str] = mapped_column(String(20))
     source_msgid: Mapped[str] = mapped_column(String(998))
 
@@ -225,7 +272,43 @@ class QuarantinedMail(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     source: Mapped[str] = mapped_column(Text)  # e.g. "mbox:/path/to/file#17"
     reason: Mapped[str] = mapped_column(Text)
-    raw: Mapped[bytes] = mapped_column(LargeBinary)  # zlib-compressed; maybe only the head
+    raw: Mapped[bytes] = mapped_column(CompressedMail)  # the input, or only its head
     raw_size: Mapped[int] = mapped_column(Integer)  # size of the input, not of what is kept
     truncated: Mapped[bool] = mapped_column(Boolean, default=False)
     received_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class OutboxReply(Base):
+    """A reply the bot wrote, from composition to delivery (bot.report.outbox).
+
+    The row, with its Message-ID and the exact bytes, is committed before any delivery is tried:
+    a retry sends these bytes again or nothing, never a second, different reply.
+    """
+
+    __tablename__ = "outbox"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(998), unique=True)  # without brackets
+    kind: Mapped[str] = mapped_column(String(30), index=True)  # benchmark, build-failure, ...
+    series_version_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    in_reply_to: Mapped[str] = mapped_column(String(998))
+    subject: Mapped[str] = mapped_column(Text)
+    author: Mapped[str] = mapped_column(String(320), index=True)  # the To address
+    list_address: Mapped[str | None] = mapped_column(String(320), index=True)  # the first list
+    lists: Mapped[list[str]] = mapped_column(JSON, default=list)  # every list among recipients
+    recipients: Mapped[list[str]] = mapped_column(JSON, default=list)  # envelope, To first
+    raw: Mapped[bytes] = mapped_column(LargeBinary)  # the message as it is sent
+    # pending-approval, queued, sending, committing, sent, in-doubt, failed, rejected, suppressed
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    reason: Mapped[str | None] = mapped_column(Text)  # why suppressed/rejected; sent: server's OK
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    transport: Mapped[str | None] = mapped_column(String(20))  # smtp or maildir, once tried
+    claimed_by: Mapped[str | None] = mapped_column(String(300))  # host:pid:nonce of the sender
+    lease_until: Mapped[dt.datetime | None]
+    next_attempt_at: Mapped[dt.datetime | None]
+    decided_by: Mapped[str | None] = mapped_column(String(200))  # who approved or rejected
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    send_started_at: Mapped[dt.datetime | None] = mapped_column(index=True)
+    sent_at: Mapped[dt.datetime | None]

@@ -2,6 +2,7 @@
 
 A fresh, empty database is brought to the latest schema on first use; a database at an older
 schema is never changed behind the user's back: they are told to run `lorelab db upgrade`.
+Alembic is imported only when a migration runs: it costs half a second on every command.
 """
 
 from __future__ import annotations
@@ -9,20 +10,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import orjson
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest revision in migrations/versions; tests check it against Alembic's own view.
+SCHEMA_HEAD = "0002"
+
 
 class SchemaError(RuntimeError):
     """The database's schema does not match the code; the text says what to run."""
+
+
+def _json_dumps(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+# Every message has five JSON columns; the stdlib encoder was a tenth of ingest time.
+_JSON = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
 
 
 def make_engine(url: str) -> Engine:
@@ -30,10 +43,10 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"timeout": 30})
+        engine = sa.create_engine(url, connect_args={"timeout": 30}, **_JSON)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    return sa.create_engine(url, pool_pre_ping=True, **_JSON)
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
@@ -46,44 +59,55 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
 
 
 def alembic_config(engine: Engine) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
-    cfg.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    cfg.set_main_option("script_location", migrations.__path__[0])
     cfg.attributes["engine"] = engine
     return cfg
 
 
 def head_revision() -> str:
-    script = ScriptDirectory.from_config(alembic_config(sa.create_engine("sqlite://")))
-    head = script.get_current_head()
+    """The newest revision according to Alembic's reading of migrations/versions."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(
+        alembic_config(sa.create_engine("sqlite://"))
+    ).get_current_head()
     assert head is not None
     return head
 
 
 def current_revision(engine: Engine) -> str | None:
+    if "alembic_version" not in sa.inspect(engine).get_table_names():
+        return None
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    from alembic import command
+
     command.upgrade(alembic_config(engine), revision)
 
 
 def downgrade(engine: Engine, revision: str) -> None:
+    from alembic import command
+
     command.downgrade(alembic_config(engine), revision)
 
 
 def ensure_schema(engine: Engine) -> None:
     """Create the schema in an empty database; refuse to run on an outdated one."""
     current = current_revision(engine)
-    head = head_revision()
-    if current == head:
+    if current == SCHEMA_HEAD:
         return
     if current is None and not sa.inspect(engine).get_table_names():
         upgrade(engine)
         return
     raise SchemaError(
         f"the database at {engine.url.render_as_string(hide_password=True)} has schema "
-        f"{current or 'unknown (not made by lorelab?)'}, this lorelab needs {head}: "
+        f"{current or 'unknown (not made by lorelab?)'}, this lorelab needs {SCHEMA_HEAD}: "
         "run `lorelab db upgrade`"
     )
 

@@ -165,10 +165,10 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['message_id'], ['messages.id'], name=op.f('fk_patches_message_id_messages')),
     sa.ForeignKeyConstraint(['series_version_id'], ['series_versions.id'], name=op.f('fk_patches_series_version_id_series_versions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_patches')),
+    sa.UniqueConstraint('message_id', name=op.f('uq_patches_message_id')),
     sa.UniqueConstraint('series_version_id', 'index', name=op.f('uq_patches_series_version_id'))
     )
     with op.batch_alter_table('patches', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_patches_message_id'), ['message_id'], unique=False)
         batch_op.create_index(batch_op.f('ix_patches_series_version_id'), ['series_version_id'], unique=False)
 
     op.create_table('trailers',
@@ -195,7 +195,6 @@ def downgrade() -> None:
     op.drop_table('trailers')
     with op.batch_alter_table('patches', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_patches_series_version_id'))
-        batch_op.drop_index(batch_op.f('ix_patches_message_id'))
 
     op.drop_table('patches')
     with op.batch_alter_table('series_versions', schema=None) as batch_op:

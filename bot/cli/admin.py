@@ -1,0 +1,70 @@
+"""Set-up commands: `lorelab init`, `lorelab db upgrade|downgrade|current`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from bot.cli.context import UserError, console, emit_json, settings
+from bot.config import STARTER_CONFIG, default_config_path
+from bot.db.session import SCHEMA_HEAD, Database, current_revision, downgrade, upgrade
+
+db_app = typer.Typer(help="The database schema (Alembic migrations).")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
+    app.add_typer(db_app, name="db")
+
+
+def init(
+    path: Path = typer.Argument(None, help="Where to write it (default: the user's config file)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented starter configuration file."""
+    target = path or default_config_path()
+    if target.exists() and not force:
+        raise UserError(f"{target} exists; use --force to overwrite it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(STARTER_CONFIG, encoding="utf-8")
+    console.print(f"wrote {target}; edit it, then run `lorelab db upgrade`")
+
+
+def _database() -> Database:
+    return Database(settings().database.resolved_url())
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
+    """Bring the schema up to date (or to REVISION)."""
+    db = _database()
+    upgrade(db.engine, revision)
+    console.print(f"database schema at {current_revision(db.engine)}")
+
+
+@db_app.command("downgrade")
+def db_downgrade(
+    revision: str = typer.Argument(..., help="Target revision, e.g. -1 or base."),
+) -> None:
+    """Step the schema back to REVISION (data in dropped tables is lost)."""
+    db = _database()
+    downgrade(db.engine, revision)
+    console.print(f"database schema at {current_revision(db.engine) or 'base (empty)'}")
+
+
+@db_app.command("current")
+def db_current(as_json: bool = typer.Option(False, "--json")) -> None:
+    """The schema revision of the database and the one this lorelab needs."""
+    db = _database()
+    data = {
+        "url": db.engine.url.render_as_string(hide_password=True),
+        "current": current_revision(db.engine),
+        "head": SCHEMA_HEAD,
+    }
+    if as_json:
+        emit_json(data)
+    else:
+        console.print(
+            f"{data['url']}: schema {data['current'] or 'none'} (this lorelab: {data['head']})"
+        )

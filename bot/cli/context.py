@@ -1,0 +1,40 @@
+"""What every command shares: settings, the database, JSON output and user-facing errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from bot.config import ConfigError, Settings, load_settings
+
+CONFIG_PATH: str | None = None  # set by the root callback from --config
+
+console = Console(stderr=True)
+
+
+class UserError(Exception):
+    """An error the user can act on; printed without a traceback."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def settings() -> Settings:
+    try:
+        return load_settings(CONFIG_PATH)
+    except ConfigError as exc:
+        raise UserError(str(exc), exit_code=78) from None  # EX_CONFIG
+
+
+def emit_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def stdout_console(min_width: int = 120) -> Console:
+    """A console on standard output, wide enough that tables of titles do not wrap."""
+    return Console(width=max(console.width, min_width))

@@ -1,0 +1,301 @@
+"""Query commands: `lorelab series`, `lorelab message show`, `lorelab quarantine list`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import sys
+
+import sqlalchemy as sa
+import typer
+from rich.table import Table
+from sqlalchemy.orm import Session
+
+from bot.cli.context import UserError, emit_json, stdout_console
+from bot.cli.database import open_database
+from bot.db.models import (
+    MailingList,
+    Message,
+    MessageList,
+    Patch,
+    QuarantinedMail,
+    Series,
+    SeriesVersion,
+)
+from bot.series.views import message_dict, series_dict, version_dict
+
+series_app = typer.Typer(help="Patch series and their versions.")
+message_app = typer.Typer(help="Stored messages.")
+quarantine_app = typer.Typer(help="Mail that could not be stored, with the reasons.")
+
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the shapes in README.md).")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(series_app, name="series")
+    app.add_typer(message_app, name="message")
+    app.add_typer(quarantine_app, name="quarantine")
+
+
+def normalize_msgid(text: str) -> str:
+    """A message-id from `<id>`, `id`, or a lore URL such as https://lore.kernel.org/r/<id>/."""
+    text = text.strip()
+    if "://" in text:
+        parts = [p for p in text.split("/") if p]
+        for marker in ("r", "all"):
+            if marker in parts and parts.index(marker) + 1 < len(parts):
+                return parts[parts.index(marker) + 1].strip("<>")
+        return parts[-1] if "@" in parts[-1] else parts[-2]
+    return text.strip("<>")
+
+
+def _parse_since(value: str | None) -> dt.datetime | None:
+    if not value:
+        return None
+    try:
+        since = dt.datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            since = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            raise UserError(f"--since {value!r}: use a date such as 2026-11-01") from None
+    return since if since.tzinfo else since.replace(tzinfo=dt.UTC)
+
+
+def find_series(session: Session, ref: str) -> Series:
+    """A series by numeric id, or by the message-id (or lore URL) of any of its messages."""
+    if ref.isdigit():
+        series = session.get(Series, int(ref))
+        if series is None:
+            raise UserError(f"no series {ref}; `lorelab series list` shows the ids")
+        return series
+    msgid = normalize_msgid(ref)
+    message = session.scalar(sa.select(Message).where(Message.msgid == msgid))
+    if message is None:
+        raise UserError(f"no message <{msgid}> is stored; ingest its thread first")
+    version_id = session.scalar(
+        sa.select(Patch.series_version_id).where(Patch.message_id == message.id)
+    ) or session.scalar(
+        sa.select(SeriesVersion.id).where(
+            sa.or_(
+                SeriesVersion.cover_message_id == message.id,
+                SeriesVersion.anchor_msgid == msgid,
+            )
+        )
+    )
+    if version_id is None:
+        raise UserError(
+            f"<{msgid}> is a {message.kind} message, not part of a series; "
+            f"`lorelab message show {msgid}` shows what it is"
+        )
+    return session.get(SeriesVersion, version_id).series  # type: ignore[union-attr]
+
+
+@series_app.command("list")
+def series_list(
+    list_name: str = typer.Option(None, "--list", "-l", help="Only series sent to this list."),
+    author: str = typer.Option(None, "--author", "-a", help="Author name or address contains."),
+    since: str = typer.Option(None, "--since", help="Only series updated since this date."),
+    limit: int = typer.Option(50, "--limit", "-n", help="At most this many, newest first."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Series, newest first."""
+    db = open_database()
+    with db.session() as session:
+        query = sa.select(Series).order_by(Series.updated_at.desc(), Series.id.desc())
+        if author:
+            pattern = f"%{author.lower()}%"
+            query = query.where(
+                sa.or_(
+                    sa.func.lower(Series.author_email).like(pattern),
+                    sa.func.lower(Series.author_name).like(pattern),
+                )
+            )
+        since_dt = _parse_since(since)
+        if since_dt:
+            query = query.where(
+                Series.id.in_(
+                    sa.select(SeriesVersion.series_id).where(SeriesVersion.date >= since_dt)
+                )
+            )
+        if list_name:
+            on_list = (
+                sa.select(SeriesVersion.series_id)
+                .join(Patch, Patch.series_version_id == SeriesVersion.id)
+                .join(MessageList, MessageList.message_id == Patch.message_id)
+                .join(MailingList, MailingList.id == MessageList.list_id)
+                .where(MailingList.name == list_name)
+            )
+            query = query.where(Series.id.in_(on_list))
+        rows = [
+            series_dict(session, s, with_patches=False) for s in session.scalars(query.limit(limit))
+        ]
+    if as_json:
+        emit_json(rows)
+        return
+    print_series_table(rows)
+
+
+def print_series_table(rows: list[dict]) -> None:
+    table = Table(title=f"{len(rows)} series", title_justify="left")
+    for column in ("id", "title", "author", "versions", "latest", "lists", "date"):
+        table.add_column(column, overflow="fold")
+    for s in rows:
+        latest = s["versions"][-1] if s["versions"] else None
+        state = ""
+        if latest:
+            state = f"v{latest['version']} {latest['received']}/{latest['expected']}"
+            state += " complete" if latest["complete"] else " incomplete"
+        table.add_row(
+            str(s["id"]),
+            s["title"],
+            s["author"]["email"],
+            ",".join(f"v{v['version']}" for v in s["versions"]),
+            state,
+            ",".join(s["lists"]),
+            (latest["date"] or "")[:10] if latest else "",
+        )
+    stdout_console().print(table)
+
+
+@series_app.command("show")
+def series_show(
+    ref: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the series."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """A series with its versions, patches, files and trailers."""
+    db = open_database()
+    with db.session() as session:
+        data = series_dict(session, find_series(session, ref))
+    if as_json:
+        emit_json(data)
+        return
+    out = stdout_console()
+    out.print(f"[bold]{data['title']}[/]  (series {data['id']})")
+    out.print(f"author: {data['author']['name']} <{data['author']['email']}>")
+    out.print(f"lists: {', '.join(data['lists']) or '-'}   change-id: {data['change_id'] or '-'}")
+    for v in data["versions"]:
+        state = "complete" if v["complete"] else f"incomplete, missing {v['missing']}"
+        flags = " ".join(
+            f for f in ("RFC" if v["rfc"] else "", "RESEND" if v["resend"] else "") if f
+        )
+        out.print(
+            f"\n[bold]v{v['version']}[/] {flags} {v['received']}/{v['expected']} {state}  "
+            f"{(v['date'] or '')[:16]}\n  cover: {v['cover_message_id'] or '-'}\n"
+            f"  base-commit: {v['base_commit'] or '-'}"
+        )
+        for note in v["notes"]:
+            out.print(f"  [yellow]note:[/] {note}")
+        for p in v["patches"]:
+            out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}")
+            out.print(f"        <{p['message_id']}>  +{p['insertions']} -{p['deletions']}")
+            for f in p["files"]:
+                out.print(f"        {f}")
+            for t in p["trailers"]:
+                if t["origin"] != "own" or t["name"] != "Signed-off-by":
+                    out.print(f"        {t['name']}: {t['value']}  ({t['origin']})")
+
+
+@series_app.command("mbox")
+def series_mbox(
+    ref: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the series."),
+    version: int = typer.Option(None, "--version", "-v", help="Which version (default: latest)."),
+) -> None:
+    """Write the am-ready mbox (trailers applied, as b4 does) to standard output."""
+    from bot.series.mbox import MboxError, am_ready_mbox  # b4 is slow to import
+
+    db = open_database()
+    with db.session() as session:
+        series = find_series(session, ref)
+        versions = [v for v in series.versions if version is None or v.version == version]
+        if not versions:
+            have = ", ".join(f"v{v.version}" for v in series.versions)
+            raise UserError(f"series {series.id} has no v{version}; it has {have}")
+        chosen = versions[-1]
+        if not chosen.complete:
+            missing = version_dict(chosen, with_patches=False)["missing"]
+            raise UserError(
+                f"v{chosen.version} is incomplete: patches {missing} have not arrived; "
+                "ingest the rest of the thread first"
+            )
+        try:
+            data = am_ready_mbox(session, chosen)
+        except MboxError as exc:
+            raise UserError(str(exc)) from None
+    sys.stdout.buffer.write(data)
+
+
+@message_app.command("show")
+def message_show(
+    msgid: str = typer.Argument(..., help="Message-ID (with or without <>) or lore URL."),
+    raw: bool = typer.Option(False, "--raw", help="Print the message exactly as received."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """What lorelab made of one message."""
+    db = open_database()
+    with db.session() as session:
+        wanted = normalize_msgid(msgid)
+        message = session.scalar(sa.select(Message).where(Message.msgid == wanted))
+        if message is None:
+            raise UserError(f"no message <{wanted}> is stored")
+        if raw:
+            sys.stdout.buffer.write(message.raw)
+            return
+        data = message_dict(session, message)
+    if as_json:
+        emit_json(data)
+        return
+    out = stdout_console(100)
+    for key in ("message_id", "subject", "kind", "date", "in_reply_to", "lists"):
+        out.print(f"[bold]{key}:[/] {data[key]}")
+    out.print(f"[bold]from:[/] {data['from']['name']} <{data['from']['email']}>")
+    if data["references"]:
+        out.print(f"[bold]references:[/] {' '.join(data['references'])}")
+    for f in data["files"]:
+        out.print(
+            f"[bold]touches:[/] {f['path']} ({f['change']}, "
+            f"+{f.get('added', 0)} -{f.get('removed', 0)})"
+        )
+    for t in data["trailers"]:
+        out.print(f"[bold]trailer:[/] {t['name']}: {t['value']}")
+    for p in data["problems"]:
+        out.print(f"[yellow]problem:[/] {p}")
+    if data["series"]:
+        s = data["series"]
+        out.print(f"[bold]series:[/] {s['series_id']} v{s['version']} patch {s['index']}")
+
+
+def quarantine_rows(session: Session) -> list[dict]:
+    return [
+        {
+            "id": q.id,
+            "source": q.source,
+            "reason": q.reason,
+            "size": q.raw_size,
+            "truncated": q.truncated,
+            "sha256": q.sha256,
+            "received_at": q.received_at.isoformat(),
+        }
+        for q in session.scalars(
+            sa.select(QuarantinedMail)
+            .options(sa.orm.defer(QuarantinedMail.raw))
+            .order_by(QuarantinedMail.id)
+        )
+    ]
+
+
+@quarantine_app.command("list")
+def quarantine_list(as_json: bool = JSON_OPTION) -> None:
+    """Input that could not be stored as a message, with the reason."""
+    db = open_database()
+    with db.session() as session:
+        rows = quarantine_rows(session)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} quarantined", title_justify="left")
+    for column in ("id", "source", "size", "reason"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(str(r["id"]), r["source"], str(r["size"]), r["reason"])
+    stdout_console().print(table)

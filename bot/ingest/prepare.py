@@ -1,0 +1,142 @@
+"""Turning raw mail into rows ready to store: parsing, compressing, or a quarantine record.
+
+Pure CPU work with no database, so it runs in worker processes while the main process writes:
+a backfill of a whole archive is bound by parsing, and this machine has more than one core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from itertools import chain, islice
+from typing import Any
+
+from bot.config import IngestSettings
+from bot.db.models import pack_mail
+from bot.ingest.sources import RawMail
+from bot.mail import ParsedMessage, UnparseableMessage, parse_message
+from bot.series.trailers import REVIEW_TRAILERS
+
+QUARANTINE_KEEP_BYTES = 256 * 1024  # of an oversized mail, keep the head: enough to see what it was
+
+
+@dataclass
+class PreparedBatch:
+    """One batch of mail, parsed: message rows to insert and quarantine rows."""
+
+    read: int = 0
+    bytes_read: int = 0
+    messages: list[dict[str, Any]] = field(default_factory=list)  # Message columns
+    quarantine: list[dict[str, Any]] = field(default_factory=list)  # QuarantinedMail columns
+
+
+def quarantine_row(mail: RawMail, reason: str, keep: int | None = None) -> dict[str, Any]:
+    kept = mail.data if keep is None else mail.data[:keep]
+    return {
+        "sha256": hashlib.sha256(mail.data).hexdigest(),
+        "source": mail.origin,
+        "reason": reason,
+        "raw": pack_mail(kept),
+        "raw_size": len(mail.data),
+        "truncated": len(kept) < len(mail.data),
+    }
+
+
+def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
+    """The `messages` columns for a parsed message (thread_id is the store's to fill in)."""
+    s = parsed.subject
+    return {
+        "msgid": parsed.msgid,
+        "in_reply_to": parsed.in_reply_to,
+        "references": parsed.references,
+        "from_name": parsed.sender.name[:500],
+        "from_email": parsed.sender.email[:320],
+        "date": parsed.date,
+        "subject": s.raw,
+        "title": s.title,
+        "kind": parsed.kind.value,
+        "reply": s.reply,
+        "version": s.version,
+        "version_explicit": s.version_explicit,
+        "counter": s.counter,
+        "total": s.total,
+        "rfc": s.rfc,
+        "resend": s.resend,
+        "prefixes": list(s.prefixes),
+        "list_id_header": parsed.list_id,
+        "base_commit": parsed.base_commit,
+        "change_id": parsed.change_id,
+        "patch_fingerprint": parsed.patch_fingerprint,
+        "files": [
+            {k: v for k, v in asdict(f).items() if v not in (None, False)} for f in parsed.files
+        ],
+        "insertions": parsed.insertions,
+        "deletions": parsed.deletions,
+        "trailers": [[t.name, t.value] for t in parsed.trailers],
+        "problems": parsed.problems,
+        "raw": pack_mail(raw),
+        "raw_size": len(raw),
+    }
+
+
+def has_review_trailers(row: dict[str, Any]) -> bool:
+    return bool(row["reply"]) and any(name in REVIEW_TRAILERS for name, _ in row["trailers"])
+
+
+def prepare_mail(mail: RawMail, settings: IngestSettings) -> dict[str, Any]:
+    """A message row, or a quarantine row (it has a "reason") saying why there is none."""
+    size = len(mail.data)
+    if size > settings.max_message_bytes:
+        return quarantine_row(
+            mail,
+            f"message is {size / 2**20:.1f} MiB, over the {settings.max_message_bytes / 2**20:.1f}"
+            " MiB limit; raise [ingest] max_message_bytes and ingest it again to keep it",
+            keep=QUARANTINE_KEEP_BYTES,
+        )
+    if not mail.data.strip():
+        return quarantine_row(mail, "empty input: no headers and no body")
+    try:
+        return message_row(parse_message(mail.data), mail.data)
+    except UnparseableMessage as exc:
+        return quarantine_row(mail, str(exc))
+    except Exception as exc:  # noqa: BLE001 - one bad mail must not stop the batch
+        return quarantine_row(
+            mail, f"lorelab failed to parse this mail ({type(exc).__name__}: {exc}); a bug"
+        )
+
+
+def prepare_batch(batch: list[RawMail], settings: IngestSettings) -> PreparedBatch:
+    out = PreparedBatch(read=len(batch), bytes_read=sum(len(m.data) for m in batch))
+    for mail in batch:
+        row = prepare_mail(mail, settings)
+        (out.quarantine if "reason" in row else out.messages).append(row)
+    return out
+
+
+def batched(items: Iterable[RawMail], size: int) -> Iterator[list[RawMail]]:
+    it = iter(items)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+def prepared_batches(mails: Iterable[RawMail], settings: IngestSettings) -> Iterator[PreparedBatch]:
+    """Batches in input order; parsed in worker processes when there is more than one."""
+    batches = batched(mails, settings.batch_size)
+    head = list(islice(batches, 2))
+    if len(head) < 2 or settings.parse_workers <= 0:
+        # One batch (a delivery, a small file): starting processes would cost more than it saves.
+        for batch in chain(head, batches):
+            yield prepare_batch(batch, settings)
+        return
+    workers = settings.parse_workers
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        pending: deque[Future[PreparedBatch]] = deque()
+        for batch in chain(head, batches):
+            pending.append(pool.submit(prepare_batch, batch, settings))
+            if len(pending) > 2 * workers:  # bounded read-ahead keeps memory flat
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install everything the tests need on a fresh Debian machine, then run lint and the tests.
+# Used by CI (.ci/run) and by developers: `bash scripts/test.sh [pytest args...]`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v git >/dev/null || need_apt+=(git)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    echo "scripts/test.sh: please install: ${need_apt[*]}" >&2; exit 1
+  fi
+fi
+
+# Services the tests use; on the test machine they are started before the session, but a
+# stopped one is started again here (tests that need one skip, with the reason, if it is absent).
+if command -v pg_ctlcluster >/dev/null && ! pg_isready -h 127.0.0.1 -q 2>/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+fi
+if command -v redis-server >/dev/null && ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+fi
+
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[test]'
+
+.venv/bin/ruff check .
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
