@@ -1,0 +1,124 @@
+"""Benchmarks named in a message, and whether a larger number of theirs is better.
+
+The names are the ones lkp-tests / mmtests use where there is one. Whether higher is better
+comes from the unit when one is written ("Ops/sec", "seconds"), else from what the benchmark is
+known to report; it decides whether a change is an improvement or a regression.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bot.analysis.claims.text import Block
+
+# --------------------------------------------------------------------------------------------
+# Names
+
+# name -> pattern
+_BENCHMARKS: dict[str, str] = {
+    "memtier_benchmark": r"\bmemtier[_-]benchmark\b|\bmemtier\b",
+    "memcached": r"\bmemcached\b",
+    "hackbench": r"\bhackbench\b",
+    "dd": r"(?<![\w-])['\"]?dd['\"]?(?![\w-])",
+    "fio": r"\bfio\b",
+    "will-it-scale": r"\bwill-it-scale\b",
+    "vm-scalability": r"\bvm-scalability\b",
+    "stress-ng": r"\bstress-ng\b",
+    "sysbench": r"\bsysbench\b",
+    "kernbench": r"\bkernbench\b",
+    "mmtests": r"\bmmtests\b",
+    "aim": r"\baim(?=\s+test)",
+    "aim7": r"\baim7\b",
+    "aim9": r"\baim9\b",
+    "pgbench": r"\bpgbench\b",
+    "redis-benchmark": r"\bredis-benchmark\b",
+    "ebizzy": r"\bebizzy\b",
+    "netperf": r"\bnetperf\b",
+    "lmbench": r"\blmbench\b",
+    "unixbench": r"\bunixbench\b",
+    "specjbb": r"\bspecjbb\w*\b",
+    "tbench": r"\btbench\b",
+    "dbench": r"\bdbench\b",
+    "perf-bench": r"\bperf bench\b",
+    "usemem": r"\busemem\b",
+    "mongodb": r"\bmongodb\b",
+    "ycsb": r"\bycsb\b",
+    "schbench": r"\bschbench\b",
+    "pmbench": r"\bpmbench\b",
+    "stream": r"\bSTREAM\b",
+}
+_BENCHMARK_RES = {
+    name: re.compile(p, 0 if name == "stream" else re.IGNORECASE) for name, p in _BENCHMARKS.items()
+}
+# vm-scalability names its cases case-<name>; the case is what tells a reader what ran.
+VM_SCALABILITY_CASE = re.compile(r"\bcase-[a-z0-9][a-z0-9-]*[a-z0-9]\b")
+
+
+def benchmarks_in(text: str) -> list[str]:
+    """Benchmarks named in the text, in a fixed order, vm-scalability cases included."""
+    names = [name for name, pattern in _BENCHMARK_RES.items() if pattern.search(text)]
+    cases = sorted(set(VM_SCALABILITY_CASE.findall(text)))
+    if cases and "vm-scalability" not in names:
+        names.append("vm-scalability")
+    return names + cases
+
+
+def block_benchmarks(block: Block) -> list[str]:
+    """Benchmarks named anywhere in the block."""
+    return benchmarks_in("\n".join(line.text for line in block.lines))
+
+
+# --------------------------------------------------------------------------------------------
+# Units and direction
+
+_LOWER_UNITS = re.compile(
+    r"^(?:s|sec|secs|seconds?|ms|msecs?|us|usecs?|ns|nsecs?|minutes?|min|cycles|"
+    r"sec/op|s/op|ns/op|us/op|ms/op)$",
+    re.IGNORECASE,
+)
+_HIGHER_UNITS = re.compile(
+    r"^(?:ops|ops/s|ops/sec|op/s|iops|[kmgt]i?b/s|[kmgt]i?b/sec|bytes/s|req/s|reqs/s|rps|tps|qps|"
+    r"transactions/s(?:ec)?|bogo-?ops(?:/s)?|pages/s(?:ec)?|score|throughput)$",
+    re.IGNORECASE,
+)
+# What a bare number from these benchmarks measures when the message names no unit.
+_BENCHMARK_HIGHER_IS_BETTER = {
+    "hackbench": False,  # seconds
+    "kernbench": False,  # elapsed seconds
+    "schbench": False,  # latency
+    "memtier_benchmark": True,  # Ops/sec
+    "will-it-scale": True,  # operations
+    "vm-scalability": True,  # throughput
+    "redis-benchmark": True,
+    "pgbench": True,
+    "sysbench": True,
+    "ebizzy": True,  # records/s
+    "dd": True,  # bytes/s
+}
+# A unit named in the words around a table ("hackbench time in seconds").
+UNIT_WORDS = re.compile(
+    r"\b(seconds?|secs?|msecs?|usecs?|ops/s(?:ec)?|[kmgt]i?b/s|iops|latency|throughput)\b",
+    re.IGNORECASE,
+)
+
+
+def higher_is_better(unit: str | None, benchmarks: Iterable[str] = ()) -> bool | None:
+    """Whether a larger number is better: from the unit, else the benchmark; None if unknown."""
+    if unit:
+        word = unit.strip("()[]").strip()
+        if _LOWER_UNITS.match(word) or word.lower() == "latency":
+            return False
+        if _HIGHER_UNITS.match(word):
+            return True
+    known = _BENCHMARK_HIGHER_IS_BETTER
+    directions = {known[b] for b in benchmarks if b in known}
+    return directions.pop() if len(directions) == 1 else None
+
+
+def change_direction(change_pct: float, higher: bool | None) -> str | None:
+    """Whether a signed change of a number is an "improvement" or a "regression"; None when the
+    metric's direction is unknown or nothing changed."""
+    if higher is None or not change_pct:
+        return None
+    return "improvement" if (change_pct > 0) == higher else "regression"

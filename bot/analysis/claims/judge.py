@@ -1,0 +1,117 @@
+"""Judging one claim by the data given with it (docs/statistics.md).
+
+A table gets a verdict per column (`judge_table`); a percentage written just below a table is
+judged by that table; a change stated with a run count but no spread gets the per-run CV under
+which it would be significant (`bot.analysis.claim_spread`); a change with neither runs nor
+spread cannot be judged, and the judgement says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.analysis.claim_spread import max_cv_for_significance
+from bot.analysis.claims.judge_table import judge_table
+from bot.analysis.claims.judgement import Judgement, level_pct
+from bot.analysis.claims.model import BeforeAfter, Claim
+from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
+
+
+def judge_claim(
+    claim: Claim,
+    claims: Sequence[Claim] = (),
+    *,
+    delta: float = DEFAULT_DELTA,
+    alpha: float = DEFAULT_ALPHA,
+) -> Judgement:
+    """What the data given with a claim supports; `claims` are the message's others (for tables
+    a percentage refers to)."""
+    if claim.table is not None:
+        return judge_table(claim.table, delta=delta, alpha=alpha)
+    if claim.refers_to is not None:
+        table = next((c for c in claims if c.index == claim.refers_to and c.table), None)
+        if table is not None and table.table is not None:
+            judged_table = judge_table(table.table, delta=delta, alpha=alpha)
+            return _judge_against_table(claim, table, judged_table, alpha=alpha)
+    if claim.before_after is not None:
+        return _judge_before_after(claim, claim.before_after, alpha=alpha)
+    return _judge_percentage(claim, alpha=alpha)
+
+
+def _judge_against_table(
+    claim: Claim, table_claim: Claim, table: Judgement, *, alpha: float
+) -> Judgement:
+    where = (
+        f"the table above (claim {table_claim.index}, lines {table_claim.first_line}-"
+        f"{table_claim.last_line})"
+    )
+    if table.status != "judged" or claim.change is None:
+        return Judgement("see-table", f"This sums up {where}: {table.summary}", notes=table.notes)
+    wanted = claim.change.direction
+    changed = [j for j in table.comparisons if j.comparison.changed]
+    agree = [j for j in changed if wanted and j.words.startswith(wanted)]
+    against = [j for j in changed if j not in agree]
+    estimates = ", ".join(f"{j.label} {j.comparison.change_pct:+.2f}%" for j in table.comparisons)
+    if wanted and agree and not against and len(agree) == len(table.comparisons):
+        verdict = "supports it"
+    elif wanted and agree:
+        verdict = f"supports it for {', '.join(j.label for j in agree)} only"
+    elif against:
+        verdict = f"contradicts it ({', '.join(j.line for j in against)})"
+    else:
+        verdict = f"does not support it: no comparison shows a change at {level_pct(alpha)}"
+    # The comparisons themselves stay with the table's claim; a mean that misleads is repeated
+    # here because a percentage like "about 4-5%" is usually read off the means.
+    return Judgement(
+        "see-table",
+        f"Claimed {claim.change.describe()}; {where} {verdict}. Hodges-Lehmann estimates: "
+        f"{estimates}.",
+        notes=tuple(note for j in table.comparisons for note in j.notes if "misleads" in note),
+    )
+
+
+def _judge_before_after(claim: Claim, pair: BeforeAfter, *, alpha: float) -> Judgement:
+    notes = []
+    computed = pair.computed_pct
+    if pair.stated_pct is not None and abs(pair.stated_pct - computed) > 0.15:
+        notes.append(
+            f"The stated {pair.stated_pct:+g}% does not match the numbers ({computed:+.2f}%)."
+        )
+    if pair.higher_is_better is None:
+        notes.append("Whether higher is better is not known from the unit or the benchmark.")
+    if claim.runs is not None and claim.runs >= 2 and pair.before > 0 and pair.after > 0:
+        cv = 100.0 * max_cv_for_significance(pair.before, pair.after, claim.runs, alpha=alpha)
+        return Judgement(
+            "needs-spread",
+            f"{computed:+.2f}% from {claim.runs} runs per side, with no spread given: cannot be "
+            f"judged. It is significant at {level_pct(alpha)} only if the per-run CV is below "
+            f"{cv:.1f}%.",
+            cv_threshold_pct=cv,
+            notes=tuple(notes),
+        )
+    return Judgement(
+        "no-data",
+        f"{computed:+.2f}% from one number per side, with no run count or spread given: cannot "
+        "be judged.",
+        notes=tuple(notes),
+    )
+
+
+def _judge_percentage(claim: Claim, *, alpha: float) -> Judgement:
+    change = claim.change
+    assert change is not None
+    smallest = min(abs(change.low_pct), abs(change.high_pct))
+    if claim.runs is not None and claim.runs >= 2 and 0 < smallest < 100:
+        cv = 100.0 * max_cv_for_significance(1.0, 1.0 + smallest / 100.0, claim.runs, alpha=alpha)
+        return Judgement(
+            "needs-spread",
+            f"{change.describe()} from {claim.runs} runs, with no per-run numbers or spread "
+            f"given: cannot be judged. It is significant at {level_pct(alpha)} only if the "
+            f"per-run CV is below {cv:.1f}%.",
+            cv_threshold_pct=cv,
+        )
+    return Judgement(
+        "no-data",
+        f"{change.describe()}: no runs or spread were given, so the claim cannot be judged from "
+        "the message.",
+    )

@@ -1,0 +1,127 @@
+"""Judging a result table: every column of a non-base kernel against the base kernel's same
+column with `bot.analysis.verdict.compare`, plus what a reader should know about the numbers
+(outliers on the worse side, a mean moved by a few runs, printed avg/min/max that do not match
+the rows read back)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
+from bot.analysis.claims.model import ResultTable, TableColumn, fmt_value
+from bot.analysis.verdict import Comparison, compare
+
+# A mean this far (in percentage points) from the Hodges-Lehmann estimate is being moved by a few
+# runs, not by the bulk of them: the reader is told not to trust it.
+MEAN_MISLEADS_PP = 2.0
+
+
+def judge_table(table: ResultTable, *, delta: float, alpha: float) -> Judgement:
+    """Each non-base kernel's columns against the base kernel's, and a one-sentence summary."""
+    notes = list(_table_checks(table))
+    pairs = table.pairs()
+    if not pairs:
+        return Judgement(
+            "no-comparison",
+            "The table holds one kernel's runs only: there is nothing to compare them with.",
+            notes=tuple(notes),
+        )
+    direction_known = table.higher_is_better is not None
+    higher = bool(table.higher_is_better) if direction_known else True
+    if not direction_known:
+        notes.append(
+            "Neither the unit nor the benchmark says whether higher is better: the changes are "
+            "called increase or decrease."
+        )
+    judged = []
+    for base, other in pairs:
+        if min(base.samples + other.samples) <= 0:
+            notes.append(f"{other.label}: values <= 0 cannot be compared as ratios; skipped.")
+            continue
+        comparison = compare(
+            base.samples, other.samples, higher_is_better=higher, delta=delta, alpha=alpha
+        )
+        judged.append(
+            ColumnJudgement(
+                other.label,
+                base.label,
+                other.label,
+                comparison,
+                direction_known,
+                _column_notes(base, other, comparison),
+            )
+        )
+    if not judged:
+        return Judgement("no-comparison", "No column could be compared.", notes=tuple(notes))
+    return Judgement(
+        "judged", _table_summary(judged, alpha), comparisons=tuple(judged), notes=tuple(notes)
+    )
+
+
+def _column_notes(base: TableColumn, other: TableColumn, comparison: Comparison) -> tuple[str, ...]:
+    notes = []
+    # Outliers on the worse side only (slow runs when lower is better): those a user suffers.
+    for column, outliers in ((base, comparison.tail.base), (other, comparison.tail.patched)):
+        if outliers:
+            values = ", ".join(fmt_value(o.value) for o in outliers)
+            noun = "outlier" if len(outliers) == 1 else "outliers"
+            notes.append(f"{len(outliers)} {noun} on the worse side in {column.label}: {values}.")
+    if comparison.tail.kind is not None:
+        notes.append(
+            f"{comparison.tail.kind.value} in {other.label}: more outliers on the worse side "
+            f"than {base.label}."
+        )
+    if abs(comparison.mean_change_pct - comparison.change_pct) > MEAN_MISLEADS_PP:
+        notes.append(
+            f"{other.label}: the mean change ({comparison.mean_change_pct:+.2f}%) misleads, "
+            f"moved by a few runs; the median ({comparison.median_change_pct:+.2f}%) and the "
+            f"Hodges-Lehmann estimate ({comparison.change_pct:+.2f}%) are not."
+        )
+    return tuple(notes)
+
+
+def _table_summary(judged: Sequence[ColumnJudgement], alpha: float) -> str:
+    changed = [j for j in judged if j.comparison.changed]
+    rest = [j for j in judged if not j.comparison.changed]
+    parts = []
+    if changed:
+        parts.append("; ".join(f"{j.label} {j.words}" for j in changed))
+    if rest:
+        words = sorted({j.words for j in rest})
+        labels = ", ".join(j.label for j in rest)
+        parts.append(f"{labels}: {' / '.join(words)}")
+    level = level_pct(alpha)
+    head = (
+        f"{len(changed)} of {len(judged)} comparisons show a change at {level}"
+        if changed
+        else f"None of {len(judged)} comparisons shows a change at {level}"
+    )
+    return f"{head} ({'; '.join(parts)})."
+
+
+def _table_checks(table: ResultTable) -> Iterable[str]:
+    """The printed avg/min/max rows against the rows read back: a misread table shows here."""
+    for column in table.columns:
+        n = len(column.samples)
+        mean = sum(column.samples) / n
+        computed = {
+            "avg": mean,
+            "average": mean,
+            "mean": mean,
+            "min": min(column.samples),
+            "max": max(column.samples),
+        }
+        for name, printed in column.summary.items():
+            if name in computed and not _close(printed, computed[name]):
+                yield (
+                    f"{column.label}: printed {name} {printed:g} differs from the {n} runs "
+                    f"read ({computed[name]:.6g})."
+                )
+
+
+def _close(printed: float, computed: float) -> bool:
+    """Whether a printed summary is the computed one cut to the digits it was printed with
+    (rounded or truncated: authors do both, 72.5456 is printed 72.545 in the hackbench seed)."""
+    text = repr(printed)
+    decimals = 0 if "e" in text or text.endswith(".0") else len(text.partition(".")[2])
+    return abs(printed - computed) <= 10**-decimals + 1e-9

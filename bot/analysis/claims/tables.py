@@ -1,0 +1,200 @@
+"""Result tables read back into per-run samples.
+
+A table is rows of numbers (one row a run, one column a kernel or parameter) under a header
+line, optionally with a line of kernel names above it, each over a group of columns, and with
+avg / std / min / max rows below, kept as printed so that they can be checked against the rows.
+A leading run-number column is dropped; bare rows of numbers with neither header nor summary rows
+(a data dump, a matrix) are not taken for results.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better
+from bot.analysis.claims.model import ResultTable, TableColumn
+from bot.analysis.claims.text import Block, BodyLine
+
+_SEPARATOR = re.compile(r"^\s*[=\-_+|*~]{3,}[\s=\-_+|*~]*$")
+_SUMMARY_LABEL = re.compile(
+    r"^(avg|average|mean|std|stddev|stdev|sd|min|max|median|med|cv|geomean|hmean|amean|"
+    r"p\d{2}|range|sum|total)[:.]?$",
+    re.IGNORECASE,
+)
+_ROW_LABEL = re.compile(r"^(?:num|no\.?|#|run|runs|iter\w*|n)$", re.IGNORECASE)
+_FLOAT = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+
+
+@dataclass(frozen=True)
+class TableFound:
+    table: ResultTable
+    lines: tuple[BodyLine, ...]  # heading, runs and summary rows, blank lines left out
+
+
+def find_tables(block: Block, benchmarks: Sequence[str]) -> list[TableFound]:
+    """Tables of per-run rows, with their headers, kernel names and summary rows."""
+    lines = list(block.lines)
+    found: list[TableFound] = []
+    i = 0
+    while i < len(lines):
+        if _numbers(lines[i].text) is None:
+            i += 1
+            continue
+        rows, row_lines, after = _run_rows(lines, i)
+        if len(rows) < 2:
+            i = after
+            continue
+        # A leading run-number column (1, 2, 3, ...) is not a sample.
+        if len(rows[0]) > 2 and [r[0] for r in rows] == list(range(1, len(rows) + 1)):
+            rows = [r[1:] for r in rows]
+        ncols = len(rows[0])
+        headers, kernels, top = _header_above(lines, i, ncols)
+        summary, summary_lines = _summary_below(lines, after, ncols)
+        if headers is None and not summary_lines:
+            # Bare rows of numbers (a data dump, a matrix) are not presented as results.
+            i = after
+            continue
+        if headers is None:
+            headers = [str(c + 1) for c in range(ncols)]
+        if kernels is None:
+            if all(_FLOAT.match(h) for h in headers):
+                kernels = [""] * ncols  # parameters of one kernel's runs (threads, groups, ...)
+            else:
+                kernels, headers = list(headers), [""] * ncols  # one kernel per column
+        columns = tuple(
+            TableColumn(kernels[c], headers[c], tuple(r[c] for r in rows), summary[c])
+            for c in range(ncols)
+        )
+        context = " ".join(ln.text for ln in lines[max(0, top - 3) : top + 1])
+        unit_match = UNIT_WORDS.search(context)
+        unit = unit_match.group(1) if unit_match else None
+        heading = tuple(
+            ln for ln in lines[top:i] if ln.text.strip() and not _SEPARATOR.match(ln.text)
+        )
+        table = ResultTable(
+            tuple(dict.fromkeys(kernels)),
+            columns,
+            unit,
+            higher_is_better(unit, benchmarks),
+            heading,
+        )
+        last = (summary_lines or row_lines)[-1]
+        spanned = tuple(
+            ln for ln in lines if lines[top].number <= ln.number <= last.number and ln.text.strip()
+        )
+        found.append(TableFound(table, spanned))
+        i = lines.index(last) + 1
+    return found
+
+
+def _numbers(text: str) -> list[float] | None:
+    words = text.split()
+    if len(words) < 2 or not all(_FLOAT.match(w) for w in words):
+        return None
+    return [float(w) for w in words]
+
+
+def _is_gap(line: BodyLine) -> bool:
+    return not line.text.strip() or bool(_SEPARATOR.match(line.text))
+
+
+def _run_rows(lines: Sequence[BodyLine], i: int) -> tuple[list[list[float]], list[BodyLine], int]:
+    """Rows of as many numbers as row i has, from row i on (single blank lines allowed between);
+    also the index just past them."""
+    ncols = len(_numbers(lines[i].text) or [])
+    rows, row_lines = [], []
+    j = i
+    while j < len(lines):
+        values = _numbers(lines[j].text)
+        if values is not None and len(values) == ncols:
+            rows.append(values)
+            row_lines.append(lines[j])
+        elif not (
+            not lines[j].text.strip()
+            and j + 1 < len(lines)
+            and len(_numbers(lines[j + 1].text) or []) == ncols
+        ):
+            break
+        j += 1
+    return rows, row_lines, j
+
+
+def _columns_at(text: str) -> list[tuple[int, str]]:
+    """(position, token) for tokens separated by two or more spaces."""
+    return [(m.start(), m.group(0)) for m in re.finditer(r"\S+(?: \S+)*", text)]
+
+
+def _header(text: str, ncols: int) -> list[str] | None:
+    for tokens in ([t for _, t in _columns_at(text)], text.split()):
+        # One token more than there are columns: the first labels the row ("num", "threads").
+        if len(tokens) == ncols + 1 and (
+            _ROW_LABEL.match(tokens[0])
+            or (not _FLOAT.match(tokens[0]) and all(_FLOAT.match(t) for t in tokens[1:]))
+        ):
+            tokens = tokens[1:]
+        if len(tokens) == ncols:
+            return tokens
+    return None
+
+
+def _kernel_groups(text: str, headers: list[str]) -> list[str] | None:
+    """Kernel names per column from a line like "2.6.28-rc6      bail-out" above the header."""
+    names = [t for _, t in _columns_at(text)]
+    k = len(names)
+    if k < 2 or k >= len(headers) or len(headers) % k or any(len(n) > 40 for n in names):
+        return None
+    if text.rstrip().endswith((":", ".")):
+        return None
+    per = len(headers) // k
+    return [names[i // per] for i in range(len(headers))]
+
+
+def _header_above(
+    lines: Sequence[BodyLine], i: int, ncols: int
+) -> tuple[list[str] | None, list[str] | None, int]:
+    """Column headers and kernel names (one per column) above row i, and the first line used."""
+    k = i - 1
+    seen_separator = False
+    while k >= 0 and _is_gap(lines[k]):
+        seen_separator |= bool(_SEPARATOR.match(lines[k].text))
+        k -= 1
+    # An all-number line is a header ("125 130 135") only when a rule separates it from the runs.
+    if k < 0 or (_numbers(lines[k].text) is not None and not seen_separator):
+        return None, None, i
+    headers = _header(lines[k].text, ncols)
+    if headers is None:
+        return None, None, i
+    m = k - 1
+    while m >= 0 and not lines[m].text.strip() and k - m <= 2:
+        m -= 1
+    kernels = _kernel_groups(lines[m].text, headers) if m >= 0 else None
+    return headers, kernels, (m if kernels else k)
+
+
+def _summary_below(
+    lines: Sequence[BodyLine], j: int, ncols: int
+) -> tuple[list[dict[str, float]], list[BodyLine]]:
+    """avg/std/min/max rows below the runs (blank lines and rules between allowed)."""
+    summary: list[dict[str, float]] = [{} for _ in range(ncols)]
+    used: list[BodyLine] = []
+    gap = 0
+    while j < len(lines):
+        if _is_gap(lines[j]):
+            gap += 1
+            if gap > 2:
+                break
+            j += 1
+            continue
+        words = lines[j].text.split()
+        label = _SUMMARY_LABEL.match(words[0])
+        values = _numbers(" ".join(words[1:]))
+        if not label or values is None or len(values) != ncols:
+            break
+        for column, value in enumerate(values):
+            summary[column][label.group(1).lower()] = value
+        used.append(lines[j])
+        gap = 0
+        j += 1
+    return summary, used
