@@ -1,0 +1,225 @@
+"""The outbox: every reply stored, with its Message-ID and bytes, before anything is sent.
+
+States of a reply (OutboxReply.state):
+
+    pending-approval --approve--> queued --claim--> sending --commit point--> committing --> sent
+            |                       |                  |                          |
+         reject                  (rate limit:       crash: back to            crash: in-doubt
+            v                     stays queued)      queued (nothing           (may have been
+        rejected                                     was accepted)             accepted)
+    suppressed: by policy at enqueue (list not allow-listed, opt-out, disabled kind) or superseded
+    failed: refused by the server, or transient failures max_attempts times
+
+Exactly once. The Message-ID is derived from (kind, series version, anchor), so composing the same
+reply twice gives the same id and `enqueue` returns the stored row instead of a second one. A
+'sent' reply is never sent again by anything. A sender claims a reply with a compare-and-set
+UPDATE and a token (host:pid:nonce) and commits before it connects; every later step is
+conditional on that token, so a sender that outlived its lease cannot deliver a reply another
+sender has taken over: its commit point fails and it closes the connection before the end of
+data.
+
+The trade-off. SMTP offers no way to ask a server whether it took a message, so one window cannot
+be closed: between the end-of-data line and the server's answer (state 'committing'). A crash
+there leaves the reply 'in-doubt', and it is not sent again automatically, because a duplicate on
+a public list is worse than a late reply. It becomes 'sent' by itself when the bot ingests it back
+from the list (its Message-ID appears among the stored messages); otherwise it waits for
+`lorelab outbox retry ID`, which a maintainer gives after checking the archive. The window is one
+round trip long. A crash in 'sending' (before the end of data) is safe to repeat, and is repeated
+automatically: a server discards a transaction that ends without it (RFC 5321, 4.1.1.4). The
+maildir transport can always tell whether it delivered, so it never leaves a reply in doubt.
+
+Rate limits defer a reply (it stays queued until the 24-hour window has room) rather than drop
+it; a newer version of the series suppresses it through `supersede`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.db.models import Message, OutboxReply, utcnow
+from bot.report.compose import ComposedReply
+from bot.report.policy import OptOutList, admit
+from bot.report.settings import ReportSettings
+
+PENDING_APPROVAL = "pending-approval"
+QUEUED = "queued"
+SENDING = "sending"
+COMMITTING = "committing"
+SENT = "sent"
+IN_DOUBT = "in-doubt"
+FAILED = "failed"
+REJECTED = "rejected"
+SUPPRESSED = "suppressed"
+STATES = (
+    PENDING_APPROVAL,
+    QUEUED,
+    SENDING,
+    COMMITTING,
+    SENT,
+    IN_DOUBT,
+    FAILED,
+    REJECTED,
+    SUPPRESSED,
+)
+
+
+class OutboxError(ValueError):
+    """An action that does not apply to a reply in its current state; the text says why."""
+
+
+def enqueue(
+    session: Session,
+    reply: ComposedReply,
+    settings: ReportSettings,
+    *,
+    extra_opt_out: tuple[str, ...] = (),
+    now: dt.datetime | None = None,
+) -> tuple[OutboxReply, bool]:
+    """Store a composed reply; (the row, True) when new, (the stored row, False) when a reply
+    with the same Message-ID exists already, whatever its state."""
+    existing = find_by_message_id(session, reply.message_id)
+    if existing is not None:
+        return existing, False
+    disabled = () if settings.does_not_apply_replies else ("does-not-apply",)
+    admission = admit(
+        kind=reply.kind,
+        author=reply.author,
+        lists=reply.lists,
+        allowed_lists=settings.allowed_lists,
+        allow_any_list=settings.mode == "outbox" and not settings.allowed_lists,
+        opt_out=OptOutList([*settings.opt_out, *extra_opt_out]),
+        moderation=settings.moderation,
+        disabled_kinds=disabled,
+    )
+    now = now or utcnow()
+    row = OutboxReply(
+        message_id=reply.message_id,
+        kind=reply.kind,
+        series_version_id=reply.series_version_id,
+        in_reply_to=str(reply.message["In-Reply-To"]).strip("<>"),
+        subject=str(reply.message["Subject"]),
+        author=reply.author,
+        list_address=reply.lists[0] if reply.lists else None,
+        lists=list(reply.lists),
+        recipients=list(reply.recipients),
+        raw=reply.as_bytes(),
+        state=admission.state,
+        reason=admission.reason,
+        attempts=0,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        with session.begin_nested():
+            session.add(row)
+    except IntegrityError:  # stored by a concurrent enqueue in between
+        stored = find_by_message_id(session, reply.message_id)
+        if stored is None:
+            raise
+        return stored, False
+    return row, True
+
+
+def find_by_message_id(session: Session, message_id: str) -> OutboxReply | None:
+    return session.scalar(sa.select(OutboxReply).where(OutboxReply.message_id == message_id))
+
+
+def find(session: Session, ref: str) -> OutboxReply:
+    """A reply by its numeric id or its Message-ID."""
+    ref = ref.strip()
+    row = session.get(OutboxReply, int(ref)) if ref.isdigit() else None
+    row = row or find_by_message_id(session, ref.strip("<>"))
+    if row is None:
+        raise OutboxError(f"no reply {ref} in the outbox; `lorelab outbox list` shows them")
+    return row
+
+
+def seen_on_list(session: Session, message_id: str) -> bool:
+    """Whether the reply came back from a list: then it was certainly delivered."""
+    return session.scalar(sa.select(Message.id).where(Message.msgid == message_id)) is not None
+
+
+def approve(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None) -> None:
+    _require(row, (PENDING_APPROVAL,), "approve")
+    _set(row, now, state=QUEUED, decided_by=by, reason=None)
+
+
+def reject(
+    session: Session, row: OutboxReply, by: str, reason: str, now: dt.datetime | None = None
+) -> None:
+    _require(row, (PENDING_APPROVAL, QUEUED, IN_DOUBT, FAILED), "reject")
+    _set(row, now, state=REJECTED, decided_by=by, reason=reason or "rejected by a maintainer")
+
+
+def retry(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None) -> str:
+    """Queue an in-doubt or failed reply again; what was done, in one sentence."""
+    _require(row, (IN_DOUBT, FAILED), "retry")
+    if seen_on_list(session, row.message_id):
+        _set(row, now, state=SENT, last_error=None, sent_at=row.sent_at or now or utcnow())
+        return f"reply {row.id} was delivered: it is in the list archive; marked sent"
+    _set(row, now, state=QUEUED, decided_by=by, next_attempt_at=None, attempts=0)
+    return f"reply {row.id} queued again"
+
+
+def supersede(
+    session: Session, series_version_ids: list[int], reason: str, now: dt.datetime | None = None
+) -> int:
+    """Suppress the replies still waiting for these (older) series versions; how many."""
+    rows = session.scalars(
+        sa.select(OutboxReply).where(
+            OutboxReply.series_version_id.in_(series_version_ids),
+            OutboxReply.state.in_((PENDING_APPROVAL, QUEUED, FAILED, IN_DOUBT)),
+        )
+    ).all()
+    for row in rows:
+        _set(row, now, state=SUPPRESSED, reason=reason)
+    return len(rows)
+
+
+def _require(row: OutboxReply, states: tuple[str, ...], action: str) -> None:
+    if row.state not in states:
+        hint = " (a sent reply is never sent again)" if row.state == SENT else ""
+        raise OutboxError(
+            f"cannot {action} reply {row.id}: it is {row.state}{hint}; "
+            f"{action} applies to {', '.join(states)}"
+        )
+
+
+def _set(row: OutboxReply, now: dt.datetime | None, **values: Any) -> None:
+    for key, value in values.items():
+        setattr(row, key, value)
+    row.updated_at = now or utcnow()
+
+
+def row_dict(row: OutboxReply, *, raw: bool = False) -> dict[str, Any]:
+    """The JSON shape of `lorelab outbox list/show --json`."""
+    data: dict[str, Any] = {
+        "id": row.id,
+        "message_id": row.message_id,
+        "kind": row.kind,
+        "series_version_id": row.series_version_id,
+        "state": row.state,
+        "reason": row.reason,
+        "subject": row.subject,
+        "in_reply_to": row.in_reply_to,
+        "author": row.author,
+        "lists": list(row.lists),
+        "recipients": list(row.recipients),
+        "attempts": row.attempts,
+        "last_error": row.last_error,
+        "transport": row.transport,
+        "decided_by": row.decided_by,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "send_started_at": row.send_started_at,
+        "sent_at": row.sent_at,
+        "next_attempt_at": row.next_attempt_at,
+    }
+    if raw:
+        data["message"] = row.raw.decode("utf-8", "replace")
+    return data

@@ -1,0 +1,135 @@
+"""What a benchmark reply reports: the results, the machine, the build, the method, the claims.
+
+Plain frozen dataclasses. Each metric carries its `Comparison` (bot.analysis.verdict), already
+judged by the analysis stage (including the false-discovery-rate control across a run's metrics);
+the reply only renders it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from bot.analysis.verdict import Comparison
+from bot.report.context import ParentMessage, SeriesInfo, TreeInfo
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    name: str  # as lkp-tests names it: "hackbench.time", or a counter: "pgscan_direct"
+    unit: str  # "s", "ops/s", "pages"
+    comparison: Comparison
+    secondary: bool = False  # a reclaim counter from /proc/vmstat, shown below the metrics
+    # False for counters that are neither better high nor low: words say increase/decrease.
+    direction_known: bool = True
+
+    @property
+    def words(self) -> str:
+        """The verdict words; "increase"/"decrease" by the sign when no direction is better."""
+        c = self.comparison
+        if self.direction_known or not c.changed:
+            return c.words
+        larger = c.shift.u > c.shift.m * c.shift.n / 2  # as the test decided, not the estimate
+        return c.words.replace(c.verdict.value, "increase" if larger else "decrease")
+
+    @property
+    def direction(self) -> str:
+        if not self.direction_known:
+            return "no better direction"
+        return "higher is better" if self.comparison.higher_is_better else "lower is better"
+
+    @property
+    def notable(self) -> bool:
+        """Worth a verdict line: changed, or its tail of slow runs changed."""
+        return self.comparison.changed or self.comparison.tail.kind is not None
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """One benchmark at one set of parameters, e.g. hackbench with 125 process groups."""
+
+    name: str
+    parameters: tuple[tuple[str, str], ...]  # in the order the benchmark takes them
+    metrics: tuple[MetricResult, ...]
+    # Metrics that could not be compared as ratios (a counter that was 0 in some runs).
+    not_compared: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """E.g. "hackbench groups=125 mode=process"."""
+        return " ".join([self.name, *(f"{key}={value}" for key, value in self.parameters)])
+
+    def metric_label(self, metric: MetricResult, varying: tuple[str, ...]) -> str:
+        """The metric's name, with the parameters that differ between this reply's runs."""
+        keys = dict(self.parameters)
+        extra = [f"{key}={keys[key]}" for key in varying if key in keys]
+        return " ".join([metric.name, *extra])
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpu: str  # model name as /proc/cpuinfo gives it
+    cores: int
+    threads: int | None = None
+    l1d: str = ""  # sizes as lscpu prints them: "32 KiB"
+    l1i: str = ""
+    l2: str = ""
+    l3: str = ""
+    memory: str = ""  # e.g. "16 GiB"
+    numa_nodes: int = 1
+    boot: str = "bare metal"  # "bare metal", "KVM guest" or "TCG guest"
+    host: str = ""
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    config_name: str  # e.g. "x86_64-defconfig+reclaim"
+    config_hash: str
+    compiler: str
+    config_url: str = ""
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    """How the runs were made and judged (docs/statistics.md)."""
+
+    runs_per_kernel: int  # boots of each kernel per parameter set (the pairs that ran)
+    order: str = "randomized pairs"  # how A and B runs were ordered
+    sequential: bool = False  # stopped by the sequential rule (else a fixed number of runs)
+    k_min: int | None = None
+    k_max: int | None = None
+    alpha: float = 0.05  # overall level; the per-look alpha' is in each Comparison
+    delta: float = 0.01
+    iterations: str = ""  # how iterations inside one boot are summarised, if more than one
+
+
+@dataclass(frozen=True)
+class ClaimQuote:
+    """An author's performance claim from the thread, as the reply quotes and weighs it."""
+
+    author: str  # the name the attribution line shows
+    lines: tuple[str, ...]  # the claimed lines, without quote marks; "..." marks a gap
+    summary: str  # what the claim's own numbers can support, one or two sentences
+    benchmarks: tuple[str, ...] = ()  # benchmark names the claim is about
+    change_pct: float | None = None  # the claimed change in `unit`, +1.5 for +1.5%
+    unit: str | None = None
+    higher_is_better: bool | None = None
+    runs: int | None = None
+    date: dt.datetime | None = None  # of the message that made the claim
+    msgid: str | None = None
+
+
+@dataclass(frozen=True)
+class BenchmarkReplyContext:
+    parent: ParentMessage
+    series: SeriesInfo
+    tree: TreeInfo
+    machine: Machine
+    build: BuildInfo
+    policy: RunPolicy
+    benchmarks: tuple[BenchmarkResult, ...]
+    claims: tuple[ClaimQuote, ...] = ()
+    reproduce: tuple[str, ...] = ()  # shell lines, runnable without the bot where possible
+
+    def all_metrics(self) -> list[tuple[BenchmarkResult, MetricResult]]:
+        return [(bench, metric) for bench in self.benchmarks for metric in bench.metrics]
