@@ -46,6 +46,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from machine import machine
+
 REPO = Path(__file__).resolve().parent.parent
 RATIO_TARGET = 0.6
 MEMORY_TARGET_MB = 500
@@ -918,26 +920,6 @@ def run_ingest(lorelab: str, mbox: Path, workdir: Path, name: str) -> IngestResu
             summary = None
     return IngestResult(seconds, usage.ru_maxrss / 1024, child.returncode, summary,
                         err_path.read_text(errors="replace")[-2000:])
-
-
-def machine() -> dict[str, object]:
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory_gb = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": memory_gb,
-            "os": f"{platform.system()} {platform.release()}"}
 
 
 def versions(lorelab: str) -> dict[str, str]:

@@ -18,14 +18,13 @@ Run: .venv/bin/python bench/verdicts.py [--trials 1000] [--seed N]
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from machine import describe
 from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -148,22 +147,6 @@ def welch_t_test(base: np.ndarray, patched: np.ndarray, alpha: float = 0.05) -> 
     )
 
 
-def machine_description() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (
-        f"{model}, {os.cpu_count()} logical cores ({usable} usable); "
-        f"Python {platform.python_version()}, numpy {np.__version__}"
-    )
-
-
 def _pct(share: float) -> str:
     return f"{100 * share:5.1f}%"
 
@@ -198,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes[methods[3]][effect] = welch_t_test(base, patched)
     elapsed = time.perf_counter() - started
 
-    print(f"machine: {machine_description()}")
+    print(f"machine: {describe()}, numpy {np.__version__}")
     print(
         f"{args.trials} trials per scenario, seed {args.seed}; noise: log-normal CV "
         f"{100 * noise.cv:g}%, {100 * noise.slow_share:g}% of runs slowed x"

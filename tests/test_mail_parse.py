@@ -9,8 +9,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import os
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,19 +18,7 @@ from bot.demo import SEED_DIR as SEEDS
 from bot.mail import MessageKind, ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.record import Address, Trailer
 from bot.mail.trailers import find_trailers
-
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "Kairui Song",
-    "GIT_AUTHOR_EMAIL": "kasong@tencent.com",
-    "GIT_COMMITTER_NAME": "Kairui Song",
-    "GIT_COMMITTER_EMAIL": "kasong@tencent.com",
-    "GIT_AUTHOR_DATE": "2023-12-22T10:22:55+08:00",
-    "GIT_COMMITTER_DATE": "2023-12-22T10:22:55+08:00",
-}
-needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+from tests.gitrepo import git, needs_git
 
 
 def mail(*headers: str, body: str | bytes = "Hello.\n", eol: bytes = b"\n") -> bytes:
@@ -125,10 +111,6 @@ def test_seed_body_given_real_headers_is_a_review_without_a_diff() -> None:
 # --- real git format-patch output ----------------------------------------------------------
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=GIT_ENV
-    ).stdout
 
 
 def source(lines: int, tag: str) -> str:
