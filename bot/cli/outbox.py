@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.orm import Session
 
+from bot.cli.analyze import load_results_file
 from bot.cli.context import UserError, emit_json, settings, stdout_console
 from bot.cli.database import open_database
 from bot.config import data_dir
@@ -33,7 +33,6 @@ from bot.report import outbox
 from bot.report.benchmark_reply import compose_benchmark_reply
 from bot.report.context import ReplyOptions
 from bot.report.delivery import deliver_due, make_transport
-from bot.report.results_file import ResultsFileError, load_results
 from bot.report.settings import ReportSettings, ReportSettingsError
 
 outbox_app = typer.Typer(help="Replies the bot wrote: moderation and delivery.")
@@ -179,16 +178,7 @@ def reply_preview(
     path: Path = typer.Argument(..., help="A recorded-results JSON file (lorelab-results/1)."),
 ) -> None:
     """Print the benchmark reply a recorded-results file makes, exactly as it would be sent."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not JSON: {exc}") from None
-    try:
-        ctx, date = load_results(data)
-    except ResultsFileError as exc:
-        raise UserError(f"{path}: {exc}") from None
+    ctx, date = load_results_file(path)
     report = report_settings()
     options = ReplyOptions(
         identity=report.identity(),
