@@ -252,3 +252,19 @@ def test_reingesting_is_a_no_op(db, tree, ingest_settings):
     again = store(db, msgs, ingest_settings)
     assert (again.stored, again.duplicates, again.series_created) == (0, 3, 0)
     assert all_series(db) == before
+
+
+def test_new_version_arriving_before_the_one_it_replies_to(db, tree, ingest_settings):
+    # A v2 single patch sent in reply to v1, delivered before v1 (a slow list server): v2 first
+    # hangs from the missing v1; when v1 arrives, each version keeps its own patch.
+    v1spec = SeriesSpec(title="mm: single patch", patches=1, cover=False)
+    v1 = make_series(tree, v1spec)
+    v2spec = SeriesSpec(title="mm: single patch", patches=1, cover=False, version=2,
+                        in_reply_to=f"<{msgs_id(v1[0])}>", same_changes_as=v1spec, revised=(1,))
+    v2 = make_series(tree, v2spec)
+    store(db, v2, ingest_settings)
+    store(db, v1, ingest_settings)
+    s = only_series(db)
+    assert [(v["version"], v["patches"][0]["message_id"]) for v in s["versions"]] == [
+        (1, msgs_id(v1[0])), (2, msgs_id(v2[0])),
+    ]

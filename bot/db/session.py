@@ -54,6 +54,11 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
     # WAL lets the web page read while ingest writes; NORMAL is durable across process crashes.
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
+    # An ingest batch writes more than the default 1000-page WAL, so every commit also paid for
+    # a checkpoint (copy back and fsync): checkpoint every 64 MB instead. Durability is the same.
+    cur.execute("PRAGMA wal_autocheckpoint=16384")
+    # 64 MB of page cache (default 2 MB): a batch's index updates otherwise re-read pages.
+    cur.execute("PRAGMA cache_size=-65536")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, lazyload, selectinload
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.series.grouping import Posting, ThreadMessage, group_postings
@@ -40,6 +40,10 @@ class AssemblyResult:
     series_created: int = 0
     series_updated: int = 0
 
+
+# Patch.message is loaded joined by default, and with it each message's raw mail (decompressed)
+# and its lists; assembly needs only Patch.message_id.
+_PATCHES = selectinload(SeriesVersion.patches).options(lazyload(Patch.message))
 
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
 
@@ -98,7 +102,7 @@ class _Known:
             for version in session.scalars(
                 sa.select(SeriesVersion)
                 .where(SeriesVersion.anchor_msgid.in_(chunk))
-                .options(selectinload(SeriesVersion.patches))
+                .options(_PATCHES)
             ):
                 self.by_anchor[version.anchor_msgid] = version
         self.version_of_message: dict[int, int] = {}
@@ -178,7 +182,7 @@ def update_series(
                 result.series_created += 1
             else:
                 result.series_updated += 1
-    session.flush()
+    _flush(session)
     trailer_versions = {v.id for v in touched}
     for chunk in _chunks(trailer_threads):
         trailer_versions |= set(
@@ -187,6 +191,34 @@ def update_series(
     if trailer_versions:
         attribute_trailers(session, trailer_versions)
     return result
+
+
+def _flush(session: Session) -> None:
+    """Flush, with the new rows numbered first: every flush here goes through this."""
+    with session.no_autoflush:
+        _number_new_rows(session)
+    session.flush()
+
+
+def _number_new_rows(session: Session) -> None:
+    """Give new series, versions and patches their ids before the flush, on SQLite.
+
+    With ids to send, the ORM inserts each table's rows in one executemany; without, it sends
+    them one statement per row to read each id back. The batch's transaction holds SQLite's
+    write lock, so the next ids are ours; they are numbered in the order the rows were added,
+    as the database would. PostgreSQL already batches RETURNING, so it is left as it is.
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        return
+    new: dict[type, list[Any]] = defaultdict(list)
+    for obj in session.new:
+        if isinstance(obj, (Series, SeriesVersion, Patch)) and obj.id is None:
+            new[type(obj)].append(obj)
+    for cls, objs in new.items():
+        top = session.scalar(sa.select(sa.func.max(cls.id))) or 0
+        objs.sort(key=lambda obj: sa.inspect(obj).insert_order)
+        for number, obj in enumerate(objs, start=top + 1):
+            obj.id = number
 
 
 def _unchanged(version: SeriesVersion, posting: Posting, rows: dict[str, Any]) -> bool:
@@ -208,12 +240,14 @@ def _existing_version(
     for msgid in posting.members:
         version_id = known.version_of_message.get(rows[msgid].id)
         if version_id is not None:
-            return session.get(SeriesVersion, version_id)
+            return session.get(SeriesVersion, version_id, options=[_PATCHES])
     if posting.loose and posting.date is not None:
         # Unthreaded patches: another part of the same posting may be in another thread.
-        session.flush()
+        _flush(session)
         candidates = session.scalars(
-            sa.select(SeriesVersion).where(
+            sa.select(SeriesVersion)
+            .options(_PATCHES)
+            .where(
                 SeriesVersion.author_email == posting.author,
                 SeriesVersion.version == posting.version,
                 SeriesVersion.expected == posting.expected,
@@ -249,6 +283,8 @@ def _store_posting(
             date=posting.date,
         )
         session.add(version)
+    # The anchor names the posting as it now stands: a cover letter that arrived late takes over.
+    version.anchor_msgid = posting.anchor
     cover = rows[posting.cover] if posting.cover else None
     if cover is not None:
         version.cover_message_id = cover.id
@@ -259,7 +295,7 @@ def _store_posting(
     indexes = {p.index for p in version.patches}
     version.version = posting.version
     version.title = posting.title or version.title
-    version.expected = max(posting.expected, *indexes)
+    version.expected = max([posting.expected, *indexes])
     version.received = len(indexes)
     version.complete = all(i in indexes for i in range(1, version.expected + 1))
     version.rfc = any(rows[m].rfc for m in posting.members)
@@ -294,24 +330,34 @@ def _place_patches(
         if patch is not None and patch.message_id == message_id:
             continue
         if message_id in known.version_of_message:
-            # Placed in another posting before its parents arrived: move it here.
-            old = session.scalar(sa.select(Patch).where(Patch.message_id == message_id))
+            # Placed in another posting before its parents arrived: move it here. Flush first:
+            # this run may already have moved it, and the query must see that, not the old row.
+            _flush(session)
+            old = session.scalar(
+                sa.select(Patch)
+                .options(lazyload(Patch.message))
+                .where(Patch.message_id == message_id)
+            )
             if old is not None:
                 _remove_patch(session, old)
         if patch is not None:
+            # The message that held this place is no longer part of this posting: forget where
+            # it was, so that its own posting (later in this run) gets a version of its own.
+            known.version_of_message.pop(patch.message_id, None)
             patch.message_id = message_id
         else:
             version.patches.append(Patch(index=index, message_id=message_id))
+        known.version_of_message.pop(message_id, None)
 
 
 def _remove_patch(session: Session, patch: Patch) -> None:
     owner = patch.version
     owner.patches.remove(patch)
-    session.flush()
+    _flush(session)
     if not owner.patches:
         series = owner.series
         session.delete(owner)
-        session.flush()
+        _flush(session)
         if series is not None and not series.versions:
             session.delete(series)
     else:

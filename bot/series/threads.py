@@ -2,16 +2,23 @@
 
 A thread is named by its root message-id, which may be a message never seen. When a message
 arrives that connects two threads (a parent that came late), the threads are merged.
+
+Threads new in a batch get provisional ids, above every real one and in creation order, and are
+inserted together by `store_new` (one INSERT per new thread cost 6% of the ingest process); their
+real ids keep that order, so which thread survives a merge does not depend on it.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread
+
+_PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
 
 
 class ThreadIndex:
@@ -34,6 +41,8 @@ class ThreadIndex:
                 self.by_root[root] = thread_id
         self.touched: set[int] = set()
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
+        self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
+        self._next_id = itertools.count(_PROVISIONAL)
 
     def assign(self, msgid: str, in_reply_to: str | None, references: Sequence[str]) -> int:
         """The thread for a new message (created or merged as needed)."""
@@ -42,9 +51,8 @@ class ThreadIndex:
         found |= {self.by_root[r] for r in [msgid, *related] if r in self.by_root}
         if not found:
             root = references[0] if references else (in_reply_to or msgid)
-            thread_id = self.session.execute(
-                sa.insert(Thread).values(root_msgid=root).returning(Thread.id)
-            ).scalar_one()
+            thread_id = next(self._next_id)
+            self.new_roots[thread_id] = root
             self.by_root[root] = thread_id
         else:
             thread_id = min(found)
@@ -55,15 +63,46 @@ class ThreadIndex:
         self.touched.add(thread_id)
         return thread_id
 
+    def store_new(self) -> None:
+        """Insert the batch's new threads and put their real ids everywhere in this index.
+
+        Call after the last `assign` and before anything stores a thread id."""
+        if not self.new_roots:
+            return
+        roots = list(self.new_roots.values())
+        self.session.execute(sa.insert(Thread), [{"root_msgid": root} for root in roots])
+        real: dict[int, int] = {}
+        for chunk in _chunks(roots):
+            real.update(
+                self.session.execute(
+                    sa.select(Thread.root_msgid, Thread.id).where(Thread.root_msgid.in_(chunk))
+                ).all()
+            )
+        ids = {provisional: real[root] for provisional, root in self.new_roots.items()}
+        for table in (self.thread_of, self.by_root):
+            for key, value in table.items():
+                if value >= _PROVISIONAL:
+                    table[key] = ids[value]
+        self.touched = {ids.get(t, t) for t in self.touched}
+        self.merged = {ids.get(t, t) for t in self.merged}
+        self.new_roots = {}
+
     def _merge(self, keep: int, others: set[int]) -> None:
-        s = self.session
-        s.execute(sa.update(Message).where(Message.thread_id.in_(others)).values(thread_id=keep))
-        s.execute(
-            sa.update(SeriesVersion)
-            .where(SeriesVersion.thread_id.in_(others))
-            .values(thread_id=keep)
-        )
-        s.execute(sa.delete(Thread).where(Thread.id.in_(others)))
+        # Provisional threads have no rows yet: dropping them is all a merge takes.
+        stored = {t for t in others if t < _PROVISIONAL}
+        for t in others - stored:
+            del self.new_roots[t]
+        if stored:
+            s = self.session
+            s.execute(
+                sa.update(Message).where(Message.thread_id.in_(stored)).values(thread_id=keep)
+            )
+            s.execute(
+                sa.update(SeriesVersion)
+                .where(SeriesVersion.thread_id.in_(stored))
+                .values(thread_id=keep)
+            )
+            s.execute(sa.delete(Thread).where(Thread.id.in_(stored)))
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():
                 if value in others:
