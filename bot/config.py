@@ -19,6 +19,7 @@ from typing import Any
 
 import platformdirs
 
+from bot.ingest.settings import SourceSettings
 from bot.report.settings import ReportSettings
 
 APP_NAME = "lorelab"
@@ -64,10 +65,15 @@ class Settings:
     ingest: IngestSettings = field(default_factory=IngestSettings)
     report: ReportSettings = field(default_factory=ReportSettings)
     lists: list[ListSettings] = field(default_factory=list)
+    sources: list[SourceSettings] = field(default_factory=list)  # live archives to follow
     source: Path | None = None  # the file these settings came from, if any
 
 
-_SECTIONS = {"database": DatabaseSettings, "ingest": IngestSettings, "report": ReportSettings}
+_SECTIONS = {
+    "database": DatabaseSettings,
+    "ingest": IngestSettings,
+    "report": ReportSettings,
+}
 
 
 def _coerce(value: str, like: Any, key: str) -> Any:  # key: how errors name it
@@ -125,6 +131,13 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
                     settings.lists = [ListSettings(**item) for item in values]
                 except TypeError as exc:
                     raise ConfigError(f"{config_path}: [[lists]]: {exc}") from None
+            elif section == "sources":
+                if not isinstance(values, list):
+                    raise ConfigError(f"{config_path}: [[sources]] must be an array of tables")
+                try:
+                    settings.sources = [SourceSettings(**item) for item in values]
+                except (TypeError, ValueError) as exc:
+                    raise ConfigError(f"{config_path}: [[sources]]: {exc}") from None
             elif section in _SECTIONS:
                 _apply_section(
                     getattr(settings, section),
@@ -134,7 +147,7 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             else:
                 raise ConfigError(
                     f"{config_path}: unknown section [{section}]; "
-                    f"known: {', '.join(sorted([*_SECTIONS, 'lists']))}"
+                    f"known: {', '.join(sorted([*_SECTIONS, 'lists', 'sources']))}"
                 )
     elif explicit:
         raise ConfigError(
@@ -199,4 +212,13 @@ author_daily_limit = 5
 # [[lists]]
 # name = "linux-mm"
 # address = "linux-mm@kvack.org"
+
+# The archives `lorelab run` polls. kind "lore": a list's URL on a public-inbox web server
+# (its new.atom feed); kind "pi-git": a public-inbox v2 archive, a local path or a URL to
+# mirror with git. interval: seconds between polls.
+# [[sources]]
+# kind = "lore"
+# url = "https://lore.kernel.org/linux-mm"
+# list = "linux-mm"
+# interval = 300
 """

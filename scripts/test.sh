@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v git >/dev/null || need_apt+=(git)
+command -v public-inbox-init >/dev/null || need_apt+=(public-inbox)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

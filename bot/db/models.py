@@ -263,6 +263,22 @@ class IngestCursor(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
+class MessageRemoval(Base):
+    """A message an archive removed (public-inbox renamed its blob `m` to `d`): recorded, and the
+    stored copy kept, so that a removal is never silent and can be reviewed."""
+
+    __tablename__ = "message_removals"
+    __table_args__ = (UniqueConstraint("source", "commit"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    msgid: Mapped[str] = mapped_column(String(998), index=True)
+    list_name: Mapped[str | None] = mapped_column(String(200))
+    source: Mapped[str] = mapped_column(Text)  # the archive, e.g. its URL or path
+    commit: Mapped[str] = mapped_column(String(64))  # the commit that removed it
+    reason: Mapped[str] = mapped_column(Text, default="")
+    detected_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
 class QuarantinedMail(Base):
     """Input that could not be stored as a message, kept with the reason."""
 

@@ -8,6 +8,7 @@ never sits in memory at once.
 from __future__ import annotations
 
 import gzip
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,6 +60,17 @@ def iter_mbox(path: str | Path) -> Iterator[RawMail]:
             return
         for index, chunk in enumerate(_split(fh, head), start=1):
             yield RawMail(_message_of(chunk), f"mbox:{path}#{index}")
+
+
+def split_mbox_bytes(data: bytes) -> Iterator[bytes]:
+    """The messages of an mbox held in memory (a search result, a thread download)."""
+    if not data.startswith(b"From "):
+        if data.strip():
+            yield data
+        return
+    for entry in _split(io.BytesIO(data[5:]), data[:5]):
+        if message := _message_of(entry):
+            yield message
 
 
 def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22) -> Iterator[bytes]:

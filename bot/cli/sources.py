@@ -1,0 +1,138 @@
+"""`lorelab ingest lore|pi-git`, `lorelab run` and `lorelab sources`: following lists live."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import typer
+
+from bot.cli.context import UserError, console, emit_json, settings, stdout_console
+from bot.cli.database import open_database
+from bot.cli.ingest import ingest_app
+
+if TYPE_CHECKING:
+    from bot.ingest.lore import LoreSource
+    from bot.ingest.pigit import PiGitSource
+
+EX_TEMPFAIL = 75
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_service)
+    app.command("sources")(list_sources)
+
+
+def _logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+
+
+LIST_OPTION = typer.Option(None, "--list", "-l", help="The list these messages are filed under.")
+JSON_OPTION = typer.Option(False, "--json", help="Print each poll's summary as JSON.")
+
+
+def _poll_loop(
+    source: LoreSource | PiGitSource, once: bool, interval: int, as_json: bool
+) -> None:
+    from bot.ingest.service import describe, stop_on_signals
+
+    cfg = settings()
+    db = open_database()
+    stop = threading.Event()
+    stop_on_signals(stop)
+    while True:
+        try:
+            summary = source.poll(db, cfg.ingest, cfg.lists)
+        except Exception as exc:  # noqa: BLE001 - reported, and retried unless --once
+            if once:
+                raise UserError(f"{source.key.location}: poll failed: {exc}", EX_TEMPFAIL) from None
+            logging.getLogger("lorelab").error("%s: poll failed, will retry: %s",
+                                               source.key.location, exc)
+        else:
+            if as_json:
+                emit_json(summary.to_dict())
+            else:
+                console.print(f"{source.key.location}: {describe(summary)}")
+        if once or stop.wait(interval):
+            return
+
+
+@ingest_app.command("lore")
+def ingest_lore(
+    url: str = typer.Argument(..., help="The list's URL on a public-inbox server."),
+    list_name: str = LIST_OPTION,
+    once: bool = typer.Option(False, "--once", help="Poll once and exit."),
+    interval: int = typer.Option(300, "--interval", help="Seconds between polls."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Follow a list's new.atom feed (backfilling by search after an outage)."""
+    from bot.ingest.lore import LoreSource
+
+    _logging()
+    _poll_loop(LoreSource(url, list_name), once, interval, as_json)
+
+
+@ingest_app.command("pi-git")
+def ingest_pi_git(
+    location: str = typer.Argument(..., help="A public-inbox v2 archive: a path or a URL."),
+    list_name: str = LIST_OPTION,
+    once: bool = typer.Option(True, "--once/--follow", help="Walk once (default) or keep polling."),
+    interval: int = typer.Option(300, "--interval", help="Seconds between polls with --follow."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Import a public-inbox git archive, then only its new commits on each run."""
+    from bot.ingest.pigit import PiGitSource
+
+    _logging()
+    _poll_loop(PiGitSource(location, list_name), once, interval, as_json)
+
+
+def run_service(
+    once: bool = typer.Option(False, "--once", help="Poll every source once and exit."),
+) -> None:
+    """Poll every configured [[sources]] on its interval until SIGTERM."""
+    from bot.ingest.service import run, stop_on_signals
+
+    _logging()
+    cfg = settings()
+    if not cfg.sources:
+        raise UserError("no [[sources]] in the configuration; see `lorelab init`", exit_code=78)
+    db = open_database()
+    stop = threading.Event()
+    stop_on_signals(stop)
+    run(db, cfg, stop=stop, once=once)
+
+
+def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """The configured sources with cursor, last poll, last error and messages ingested."""
+    from rich.table import Table
+
+    from bot.ingest.cursor import all_cursors
+
+    cfg = settings()
+    cursors = {(c["kind"], c["location"]): c for c in all_cursors(open_database())}
+    rows = []
+    for source in cfg.sources:
+        location = source.url.rstrip("/")
+        cursor = cursors.pop((source.kind, location), None) or {}
+        rows.append({
+            "kind": source.kind, "location": location, "list": source.list or None,
+            "interval": source.interval, "configured": True,
+            "position": cursor.get("position", {}),
+            "messages_ingested": cursor.get("messages_ingested", 0),
+            "last_poll": cursor.get("last_poll"), "last_error": cursor.get("last_error"),
+        })
+    for cursor in cursors.values():  # read with `lorelab ingest lore|pi-git`, not configured
+        rows.append({**cursor, "interval": None, "configured": False})
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("kind", "location", "list", "ingested", "last poll", "cursor", "last error")
+    for row in rows:
+        position = row["position"] or {}
+        cursor = ", ".join(f"{k}={str(v)[:12]}" for k, v in position.items() if k != "seen")
+        table.add_row(row["kind"], row["location"], row["list"] or "",
+                      str(row["messages_ingested"]), row["last_poll"] or "never", cursor,
+                      row["last_error"] or "")
+    stdout_console().print(table)

@@ -1,0 +1,122 @@
+"""Storing what a live source read, and moving its cursor in the same transaction.
+
+A source (the lore feed, a public-inbox git epoch) turns what it read into `Step`s in order: a
+mail to store, a removal to record, a feed entry to quarantine, and the cursor position that
+holds once the step is stored. `store_steps` writes batch by batch; each batch's messages,
+removals, quarantine rows and the cursor update commit together, so a crash between fetch and
+commit loses nothing and reading again stores nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from bot.config import IngestSettings, ListSettings
+from bot.db.models import MessageRemoval
+from bot.db.session import Database
+from bot.ingest.cursor import CursorKey, advance
+from bot.ingest.prepare import PreparedBatch, prepared_batches, quarantine_row
+from bot.ingest.sources import RawMail
+from bot.ingest.store import IngestSummary, ListResolver, store_batch
+
+
+@dataclass(frozen=True)
+class Removal:
+    msgid: str
+    commit: str  # the archive's commit (or other token) that removed it
+    reason: str = "removed from the archive"
+
+
+@dataclass(frozen=True)
+class Step:
+    mail: RawMail | None = None
+    removal: Removal | None = None
+    bad: tuple[RawMail, str] | None = None  # input to quarantine without parsing, and why
+    position: dict[str, Any] | None = None  # merged into the cursor once this step is stored
+
+
+@dataclass
+class LiveSummary:
+    ingest: IngestSummary = field(default_factory=IngestSummary)
+    removals: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.ingest.to_dict(), "removals": self.removals}
+
+
+def _record_removal(session: Session, removal: Removal, key: CursorKey) -> bool:
+    exists = session.scalar(
+        sa.select(MessageRemoval.id).where(
+            MessageRemoval.source == key.location, MessageRemoval.commit == removal.commit
+        )
+    )
+    if exists is not None:
+        return False
+    session.add(
+        MessageRemoval(
+            msgid=removal.msgid, list_name=key.list_name, source=key.location,
+            commit=removal.commit, reason=removal.reason,
+        )
+    )
+    return True
+
+
+def store_steps(
+    db: Database,
+    steps: Iterable[Step],
+    *,
+    key: CursorKey,
+    settings: IngestSettings,
+    known_lists: list[ListSettings] | None = None,
+) -> LiveSummary:
+    """Store every step in order; the cursor covers exactly what has been committed."""
+    summary = LiveSummary()
+    lists = ListResolver(known_lists or [], key.list_name)
+    # Non-mail steps wait here, tagged with how many mails came before them, until the batch
+    # holding those mails commits (batches keep input order; the generator reads ahead).
+    waiting: list[tuple[int, Step]] = []
+    mails_read = 0
+
+    def mails() -> Iterator[RawMail]:
+        nonlocal mails_read
+        for step in steps:
+            if step.mail is not None:
+                mails_read += 1
+            if step.removal or step.bad or step.position is not None:
+                waiting.append((mails_read, step))
+            if step.mail is not None:
+                yield step.mail
+
+    def apply(session: Session, upto: int | None, stored: int) -> None:
+        update: dict[str, Any] = {}
+        while waiting and (upto is None or waiting[0][0] <= upto):
+            _, step = waiting.pop(0)
+            if step.removal is not None and _record_removal(session, step.removal, key):
+                summary.removals += 1
+            if step.bad is not None:
+                mail, reason = step.bad
+                got = store_batch(
+                    session, PreparedBatch(read=1, quarantine=[quarantine_row(mail, reason)]),
+                    lists=lists,
+                )
+                summary.ingest.add(got)
+            if step.position is not None:
+                update.update(step.position)
+        advance(session, key, update, stored)
+
+    done = 0
+    for batch in prepared_batches(mails(), settings):
+        done += batch.read
+        with db.session() as session:
+            got = store_batch(session, batch, lists=lists)
+            apply(session, done, got.stored)
+        summary.ingest.add(got)
+    if waiting or done == 0:
+        with db.session() as session:
+            apply(session, None, 0)
+    return summary
