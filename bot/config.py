@@ -20,7 +20,9 @@ from typing import Any
 import platformdirs
 
 from bot.ingest.settings import SourceSettings
+from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
+from workers.settings import BuildSettings, CelerySettings
 
 APP_NAME = "lorelab"
 
@@ -66,6 +68,9 @@ class Settings:
     report: ReportSettings = field(default_factory=ReportSettings)
     lists: list[ListSettings] = field(default_factory=list)
     sources: list[SourceSettings] = field(default_factory=list)  # live archives to follow
+    trees: list[TreeSettings] = field(default_factory=list)  # kernel trees to apply to
+    build: BuildSettings = field(default_factory=BuildSettings)
+    celery: CelerySettings = field(default_factory=CelerySettings)
     source: Path | None = None  # the file these settings came from, if any
 
 
@@ -73,7 +78,12 @@ _SECTIONS = {
     "database": DatabaseSettings,
     "ingest": IngestSettings,
     "report": ReportSettings,
+    "build": BuildSettings,
+    "celery": CelerySettings,
 }
+
+# Sections written as arrays of tables ([[lists]]), each item one settings object.
+_ARRAYS: dict[str, type] = {"lists": ListSettings, "sources": SourceSettings, "trees": TreeSettings}
 
 
 def _coerce(value: str, like: Any, key: str) -> Any:  # key: how errors name it
@@ -124,20 +134,14 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             raise ConfigError(f"{config_path}: not valid TOML: {exc}") from None
         settings.source = config_path
         for section, values in raw.items():
-            if section == "lists":
+            if section in _ARRAYS:
                 if not isinstance(values, list):
-                    raise ConfigError(f"{config_path}: [[lists]] must be an array of tables")
+                    raise ConfigError(f"{config_path}: [[{section}]] must be an array of tables")
                 try:
-                    settings.lists = [ListSettings(**item) for item in values]
-                except TypeError as exc:
-                    raise ConfigError(f"{config_path}: [[lists]]: {exc}") from None
-            elif section == "sources":
-                if not isinstance(values, list):
-                    raise ConfigError(f"{config_path}: [[sources]] must be an array of tables")
-                try:
-                    settings.sources = [SourceSettings(**item) for item in values]
+                    items = [_ARRAYS[section](**item) for item in values]
                 except (TypeError, ValueError) as exc:
-                    raise ConfigError(f"{config_path}: [[sources]]: {exc}") from None
+                    raise ConfigError(f"{config_path}: [[{section}]]: {exc}") from None
+                setattr(settings, section, items)
             elif section in _SECTIONS:
                 _apply_section(
                     getattr(settings, section),
@@ -147,7 +151,7 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             else:
                 raise ConfigError(
                     f"{config_path}: unknown section [{section}]; "
-                    f"known: {', '.join(sorted([*_SECTIONS, 'lists', 'sources']))}"
+                    f"known: {', '.join(sorted([*_SECTIONS, *_ARRAYS]))}"
                 )
     elif explicit:
         raise ConfigError(
@@ -221,4 +225,31 @@ author_daily_limit = 5
 # url = "https://lore.kernel.org/linux-mm"
 # list = "linux-mm"
 # interval = 300
+
+# Kernel trees series are applied to (in git worktrees: the checkout itself is never touched).
+# [[trees]]
+# name = "mm"
+# path = "/srv/linux-mm"
+# remote = "https://git.kernel.org/pub/scm/linux/kernel/git/akpm/mm.git"
+# branches = ["mm-unstable", "mm-stable"]
+# subject_tags = { "mm-unstable" = "mm-unstable", "mm-hotfixes" = "mm-hotfixes-unstable" }
+# list_branches = { "linux-mm" = "mm-unstable" }
+
+[build]
+# Worktrees, O= directories, ccache and the artifact cache (empty: <data dir>/build).
+work_dir = ""
+# A make target (tinyconfig, defconfig) or a .config file, then fragments merged in order.
+base_config = "tinyconfig"
+fragments = []
+# Limits of the sandbox every build runs in (no network, no secrets in its environment).
+cpu_seconds = 14400
+memory_mb = 4096
+wall_seconds = 10800
+
+[celery]
+# Empty: tasks run in the lorelab process (the embedded default). Deployed: Redis.
+# broker_url = "redis://127.0.0.1:6379/0"
+broker_url = ""
+# One queue lab.<host> per lab machine.
+lab_hosts = []
 """

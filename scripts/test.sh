@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v git >/dev/null || need_apt+=(git)
 command -v public-inbox-init >/dev/null || need_apt+=(public-inbox)
+# apply/build tests: the simulator tree is built with make and gcc in a sandbox (unshare);
+# ccache makes rebuilds cheaper.
+command -v make >/dev/null || need_apt+=(make)
+command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
+command -v unshare >/dev/null || need_apt+=(util-linux)
+command -v ccache >/dev/null || need_apt+=(ccache)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

@@ -38,9 +38,9 @@ def _root(
 
 def _register() -> None:
     # Imported here so that each module's commands attach to `app` in a fixed order.
-    from bot.cli import admin, analyze, claims, demo, ingest, outbox, query, sources
+    from bot.cli import admin, analyze, claims, demo, ingest, outbox, query, runs, sources
 
-    for module in (demo, admin, ingest, sources, query, claims, analyze, outbox):
+    for module in (demo, admin, ingest, sources, query, claims, analyze, outbox, runs):
         module.register(app)
 
 

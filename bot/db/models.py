@@ -328,3 +328,53 @@ class OutboxReply(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     send_started_at: Mapped[dt.datetime | None] = mapped_column(index=True)
     sent_at: Mapped[dt.datetime | None]
+
+
+class Run(Base):
+    """A request to apply (and build) one series version on one tree: what the CLI shows.
+
+    Its steps are the units the workers run; the run's own state is derived from theirs."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    series_version_id: Mapped[int] = mapped_column(
+        ForeignKey("series_versions.id", ondelete="CASCADE"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(20))  # apply, build
+    tree: Mapped[str] = mapped_column(String(200))  # a [[trees]] name
+    requested_base: Mapped[str | None] = mapped_column(String(200))  # --base REV
+    base_commit: Mapped[str | None] = mapped_column(String(64))  # chosen by the apply step
+    base_reason: Mapped[str | None] = mapped_column(Text)  # "base-commit: ...", "head of ..."
+    patched_commit: Mapped[str | None] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(20), index=True)  # queued running done failed
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+    steps: Mapped[list[RunStep]] = relationship(
+        back_populates="run", order_by="RunStep.id", cascade="all, delete-orphan"
+    )
+
+
+class RunStep(Base):
+    """One step of a run (apply, build-base, build-patched): recorded before and after it runs,
+    so that a worker killed mid-step leaves a `running` row that `lorelab runs resume` redoes."""
+
+    __tablename__ = "run_steps"
+    __table_args__ = (UniqueConstraint("run_id", "name"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(40))
+    state: Mapped[str] = mapped_column(String(20), index=True)  # queued running done failed
+    host: Mapped[str | None] = mapped_column(String(300))  # host:pid of the worker
+    task_id: Mapped[str | None] = mapped_column(String(200))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    queued_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[dt.datetime | None]
+    finished_at: Mapped[dt.datetime | None]
+    log_excerpt: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    run: Mapped[Run] = relationship(back_populates="steps")

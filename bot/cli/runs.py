@@ -1,0 +1,242 @@
+"""`lorelab apply`, `lorelab build` and `lorelab runs`: series applied and built by the workers.
+
+`apply`/`build` record a run, hand its steps to Celery (in this process on the embedded
+default, to the git and build queues when a broker is configured) and show each step as it
+changes until the run ends. `runs list|show` read the recorded rows; `runs resume` sends a
+run's unfinished steps again (after a worker crash, or a fix to the tree).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+import typer
+from rich.table import Table
+
+from bot.cli.context import UserError, console, emit_json, settings, stdout_console
+from bot.cli.database import open_database
+from bot.cli.query import find_series
+from bot.db.models import Run, RunStep, SeriesVersion
+from bot.db.session import Database
+
+runs_app = typer.Typer(help="Apply and build runs, and their steps.")
+
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the run shape in bot/cli/runs.py).")
+VERSION_OPTION = typer.Option(None, "--version", "-v", help="Series version (default: latest).")
+TREE_OPTION = typer.Option(None, "--tree", "-t", help="A configured [[trees]] name.")
+BASE_OPTION = typer.Option(None, "--base", help="Apply on this revision (skips base selection).")
+WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="Wait for the run and show progress.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("apply")(apply_command)
+    app.command("build")(build_command)
+    app.add_typer(runs_app, name="runs")
+
+
+def _seconds(step: RunStep) -> float | None:
+    if step.started_at and step.finished_at:
+        return round((step.finished_at - step.started_at).total_seconds(), 3)
+    return None
+
+
+def run_dict(run: Run, version: SeriesVersion | None = None) -> dict[str, Any]:
+    """`lorelab runs show --json`: the run and its steps (stable keys, added never renamed)."""
+    return {
+        "id": run.id, "kind": run.kind, "state": run.state, "tree": run.tree,
+        "series_version_id": run.series_version_id,
+        "series_id": version.series_id if version else None,
+        "version": version.version if version else None,
+        "title": version.title if version else None,
+        "requested_base": run.requested_base, "base_commit": run.base_commit,
+        "base_reason": run.base_reason, "patched_commit": run.patched_commit,
+        "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat(),
+        "steps": [{
+            "name": s.name, "state": s.state, "host": s.host, "attempts": s.attempts,
+            "queued_at": s.queued_at.isoformat(),
+            "started_at": s.started_at.isoformat() if s.started_at else None,
+            "finished_at": s.finished_at.isoformat() if s.finished_at else None,
+            "seconds": _seconds(s), "error": s.error, "result": s.result,
+            "log_excerpt": s.log_excerpt,
+        } for s in run.steps],
+    }
+
+
+def _configure_workers() -> None:
+    import workers.app  # Celery costs a third of a second: only for these commands
+
+    workers.app.configure(settings())
+
+
+def _start(series: str, version_number: int | None, tree: str | None, base: str | None,
+           kind: str, wait: bool, as_json: bool) -> None:
+    from workers.pipeline import PlanError, create_run, dispatch, find_tree
+
+    config = settings()
+    try:
+        tree_name = find_tree(config, tree).name
+    except PlanError as exc:
+        raise UserError(str(exc)) from None
+    db = open_database()
+    with db.session() as session:
+        found = find_series(session, series)
+        versions = [v for v in found.versions if version_number in (None, v.version)]
+        if not versions:
+            raise UserError(f"series {found.id} has no version {version_number}")
+        version = versions[-1]
+        if not version.complete:
+            raise UserError(f"v{version.version} of series {found.id} is incomplete "
+                            f"({version.received}/{version.expected} patches)")
+        run_id = create_run(session, version, kind=kind, tree=tree_name, base=base).id
+    _configure_workers()
+    if not as_json:
+        console.print(f"run {run_id}: {kind} series {found.id} v{version.version} "
+                      f"on {tree_name}")
+    eager = not config.celery.broker_url
+    listener = None
+    if eager and not as_json:
+        from workers import steps
+
+        def listener(run: int, name: str, state: str) -> None:
+            console.print(f"  {name}: {state}")
+
+        steps.LISTENERS.append(listener)
+    try:
+        with db.session() as session:
+            dispatch(session.get(Run, run_id))  # type: ignore[arg-type]
+    finally:
+        if listener is not None:
+            steps.LISTENERS.remove(listener)
+    if wait and not eager:
+        _wait(db, run_id, quiet=as_json)
+    _finish(db, run_id, as_json, waited=wait or eager)
+
+
+def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
+    seen: dict[str, str] = {}
+    while True:
+        with db.session() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            for step in run.steps:
+                if seen.get(step.name) != step.state:
+                    seen[step.name] = step.state
+                    if not quiet and step.state != "queued":
+                        where = f" on {step.host}" if step.host else ""
+                        console.print(f"  {step.name}: {step.state}{where}")
+            if run.state in ("done", "failed") and all(
+                    s.state in ("done", "failed") for s in run.steps):
+                return
+        time.sleep(poll)
+
+
+def _finish(db: Database, run_id: int, as_json: bool, waited: bool) -> None:
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        data = run_dict(run, session.get(SeriesVersion, run.series_version_id))
+    if as_json:
+        emit_json(data)
+    else:
+        _print_run(data)
+    if waited and data["state"] == "failed":
+        raise typer.Exit(1)
+
+
+def _print_run(data: dict[str, Any]) -> None:
+    out = stdout_console()
+    out.print(f"run {data['id']} ({data['kind']}) {data['state']}: series {data['series_id']} "
+              f"v{data['version']} {data['title']!r} on {data['tree']}")
+    if data["base_commit"]:
+        out.print(f"  base {data['base_commit'][:12]} ({data['base_reason']})")
+    if data["patched_commit"]:
+        out.print(f"  patched {data['patched_commit'][:12]}")
+    for step in data["steps"]:
+        took = f" in {step['seconds']:.1f} s" if step["seconds"] is not None else ""
+        cached = " (cached)" if step["result"].get("cached") else ""
+        out.print(f"  {step['name']}: {step['state']}{took}{cached}")
+        if step["error"]:
+            out.print(f"    {step['error']}")
+        for conflict in step["result"].get("conflicts", []):
+            out.print(f"    conflict in {conflict['path']}")
+        for error in step["result"].get("errors", []):
+            for line in error["excerpt"]:
+                out.print(f"    {line}", markup=False, highlight=False)
+
+
+def apply_command(
+    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL in it."),
+    version: int = VERSION_OPTION, tree: str = TREE_OPTION, base: str = BASE_OPTION,
+    wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION,
+) -> None:
+    """Apply a series to a tree (in a worktree) and record the base and any conflicts."""
+    _start(series, version, tree, base, "apply", wait, as_json)
+
+
+def build_command(
+    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL in it."),
+    version: int = VERSION_OPTION, tree: str = TREE_OPTION, base: str = BASE_OPTION,
+    wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION,
+) -> None:
+    """Apply a series, then build the base and the patched kernel (sandboxed, cached)."""
+    _start(series, version, tree, base, "build", wait, as_json)
+
+
+@runs_app.command("list")
+def runs_list(
+    limit: int = typer.Option(30, "--limit", "-n", help="At most this many, newest first."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Runs, newest first."""
+    db = open_database()
+    with db.session() as session:
+        runs = session.scalars(sa.select(Run).order_by(Run.id.desc()).limit(limit)).all()
+        rows = [run_dict(r, session.get(SeriesVersion, r.series_version_id)) for r in runs]
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table("run", "kind", "state", "series", "tree", "base", "steps")
+    for row in rows:
+        table.add_row(str(row["id"]), row["kind"], row["state"],
+                      f"{row['series_id']} v{row['version']}", row["tree"],
+                      (row["base_commit"] or "")[:12],
+                      " ".join(f"{s['name']}:{s['state']}" for s in row["steps"]))
+    stdout_console().print(table)
+
+
+@runs_app.command("show")
+def runs_show(run_id: int = typer.Argument(..., help="Run id."),
+              as_json: bool = JSON_OPTION) -> None:
+    """One run: base and why, each step's state, host, times, errors and conflicts."""
+    db = open_database()
+    with db.session() as session:
+        if session.get(Run, run_id) is None:
+            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+    _finish(db, run_id, as_json, waited=False)
+
+
+@runs_app.command("resume")
+def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = WAIT_OPTION,
+                as_json: bool = JSON_OPTION) -> None:
+    """Run a run's unfinished steps again (a crashed, failed or never-started step)."""
+    from workers.pipeline import dispatch, pending_steps
+
+    db = open_database()
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        if not pending_steps(run):
+            raise UserError(f"run {run_id} is done; nothing to resume")
+        for step in pending_steps(run):
+            step.state = "queued"
+        run.state = "queued"
+    _configure_workers()
+    with db.session() as session:
+        dispatch(session.get(Run, run_id))  # type: ignore[arg-type]
+    eager = not settings().celery.broker_url
+    if wait and not eager:
+        _wait(db, run_id, quiet=as_json)
+    _finish(db, run_id, as_json, waited=wait or eager)

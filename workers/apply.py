@@ -1,0 +1,163 @@
+"""Applying an am-ready mbox to a kernel tree, in a git worktree of its own.
+
+The maintainer's checkout is never touched: each run gets `git worktree add --detach` at the
+chosen base under the work directory, `git am -3` runs there, and the worktree is removed
+afterwards, whatever happened. A worktree left behind by a killed run is removed by the next
+run on the same tree (runs on one tree hold a lock, so any worktree found is stale). The
+patched commit survives as `refs/lorelab/<name>`.
+
+Patch paths are checked before git sees the mbox: no absolute paths, no `..`, nothing under
+`.git/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from bot.plan import git_env
+
+MAX_HUNK_CHARS = 4000  # of conflict text kept per file
+
+
+class UnsafePatch(ValueError):
+    """A patch names a path outside the tree; the text says which."""
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str
+    hunks: str  # the conflicted region(s) as `git diff` shows them, with markers
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    ok: bool
+    base: str
+    patched: str | None = None  # the commit after the last patch
+    applied: int = 0  # patches applied before the failure (all of them on success)
+    failed_patch: str | None = None  # "0002 mm/vmscan: ..." as git am names it
+    conflicts: tuple[Conflict, ...] = field(default_factory=tuple)
+    output: str = ""  # git am's output
+
+
+_DIFF_PATHS = re.compile(
+    r"^(?:diff --git (?P<a>\S+) (?P<b>\S+)|(?:---|\+\+\+) (?P<ab>[^\t\n]+)"
+    r"|(?:rename|copy) (?:from|to) (?P<rc>.+))$",
+    re.M,
+)
+
+
+def patch_paths(mbox: bytes) -> set[str]:
+    """Every path the diffs in `mbox` name (a/ and b/ prefixes removed)."""
+    paths = set()
+    for match in _DIFF_PATHS.finditer(mbox.decode("utf-8", errors="replace")):
+        for group in ("a", "b", "ab", "rc"):
+            value = match[group]
+            if value is None or value.strip() == "/dev/null":
+                continue
+            value = value.strip().strip('"')
+            if group != "rc" and value[:2] in ("a/", "b/"):
+                value = value[2:]
+            paths.add(value)
+    return paths
+
+
+def check_patch_paths(mbox: bytes) -> None:
+    """Raise UnsafePatch for an absolute path, a `..` component, or a path under .git/."""
+    for path in sorted(patch_paths(mbox)):
+        parts = PurePosixPath(path).parts
+        if path.startswith("/") or PurePosixPath(path).is_absolute():
+            raise UnsafePatch(f"patch names an absolute path: {path}")
+        if ".." in parts:
+            raise UnsafePatch(f"patch names a path outside the tree: {path}")
+        if any(part.lower() == ".git" for part in parts):
+            raise UnsafePatch(f"patch names a path under .git: {path}")
+
+
+def _git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True
+         ) -> subprocess.CompletedProcess[bytes]:
+    env = git_env()
+    env.update(GIT_COMMITTER_NAME="lorelab", GIT_COMMITTER_EMAIL="lorelab@localhost")
+    result = subprocess.run(["git", "-C", str(cwd), *args], input=input, capture_output=True,
+                            env=env)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace')}")
+    return result
+
+
+@contextlib.contextmanager
+def tree_lock(lock_dir: Path, tree_name: str) -> Iterator[None]:
+    """Runs on one tree take turns (worktree bookkeeping is per repository)."""
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{tree_name}.git.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    _git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def prune_stale_worktrees(repo: Path, worktrees: Path) -> list[Path]:
+    """Remove every worktree under `worktrees` (call with the tree lock held); the removed."""
+    stale = sorted(p for p in worktrees.iterdir()) if worktrees.exists() else []
+    for path in stale:
+        remove_worktree(repo, path)
+    _git(repo, "worktree", "prune", check=False)
+    return stale
+
+
+def _conflicts(worktree: Path) -> tuple[Conflict, ...]:
+    names = _git(worktree, "diff", "--name-only", "--diff-filter=U", check=False)
+    found = []
+    for name in names.stdout.decode(errors="replace").split():
+        diff = _git(worktree, "diff", "--", name, check=False).stdout.decode(errors="replace")
+        hunks = diff[diff.find("@@"):] if "@@" in diff else diff
+        found.append(Conflict(name, hunks[:MAX_HUNK_CHARS]))
+    return tuple(found)
+
+
+_FAILED_AT = re.compile(r"^Patch failed at (.+)$", re.M)
+_NOT_APPLYING = re.compile(r"^error: (?:patch failed: (\S+?):\d+|(\S+): patch does not apply)$",
+                           re.M)
+
+
+def apply_mbox(
+    repo: Path, work_dir: Path, tree_name: str, name: str, base: str, mbox: bytes
+) -> ApplyResult:
+    """`git am -3` of `mbox` on `base` in a fresh worktree; the result, the worktree gone."""
+    check_patch_paths(mbox)
+    worktrees = work_dir / "worktrees" / tree_name
+    with tree_lock(work_dir / "locks", tree_name):
+        prune_stale_worktrees(repo, worktrees)
+        worktrees.mkdir(parents=True, exist_ok=True)
+        path = worktrees / name
+        _git(repo, "worktree", "add", "--detach", "--quiet", str(path), base)
+        try:
+            am = _git(path, "am", "-3", "--keep-cr", "--quiet", input=mbox, check=False)
+            output = (am.stdout + am.stderr).decode(errors="replace")
+            if am.returncode == 0:
+                patched = _git(path, "rev-parse", "HEAD").stdout.decode().strip()
+                _git(repo, "update-ref", f"refs/lorelab/{name}", patched)
+                applied = int(_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
+                return ApplyResult(True, base, patched, applied, output=output)
+            applied = int(_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
+            failed = _FAILED_AT.search(output)
+            conflicts = _conflicts(path)
+            if not conflicts:  # not even a 3-way merge was possible: name the files
+                files = sorted({m[1] or m[2] for m in _NOT_APPLYING.finditer(output)})
+                conflicts = tuple(Conflict(f, "") for f in files)
+            _git(path, "am", "--abort", check=False)
+            return ApplyResult(False, base, None, applied,
+                               failed[1].strip() if failed else None, conflicts, output)
+        finally:
+            remove_worktree(repo, path)
+            _git(repo, "worktree", "prune", check=False)
