@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.demo.threads import _TREE_AUTHOR, _TREE_DATE, Change, SeriesSpec, _git, _identity
+from bot.demo.threads import Change, SeriesSpec, commit_tree
 
 _MAKEFILE = """\
 # SPDX-License-Identifier: GPL-2.0
@@ -513,18 +513,12 @@ def batch_series_spec(**overrides: object) -> SeriesSpec:
 def make_sim_tree(path: Path) -> Path:
     """A new git repository at `path` with the simulator tree: one commit on master, with a
     fixed author and date, so its id is the same every time."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    _git(path, "init", "-q", "-b", "master")
-    for name, text in SIM_FILES.items():
-        target = path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-    _git(path, "add", "--", *SIM_FILES)
-    _git(path, "commit", "-q", "--no-verify", "-m", "Import the reclaim simulator tree\n\n"
-         "A userspace LRU reclaim simulator laid out and built like a kernel tree.",
-         env=_identity(_TREE_AUTHOR, _TREE_DATE))
-    return path
+    return commit_tree(
+        path,
+        SIM_FILES,
+        "Import the reclaim simulator tree\n\n"
+        "A userspace LRU reclaim simulator laid out and built like a kernel tree.",
+    )
 
 
 _OPS = re.compile(r"^ops/s:\s*([0-9.]+)\s*$", re.M)

@@ -673,16 +673,25 @@ def make_tree(path: Path) -> Path:
 
     One commit on `master` with a fixed author and date, so its id is the same every time.
     """
+    return commit_tree(
+        path,
+        TREE_FILES,
+        "Import the lorelab demo tree\n\n"
+        "A few files laid out like the memory management part of a kernel tree.",
+    )
+
+
+def commit_tree(path: Path, files: dict[str, str], message: str) -> Path:
+    """`git init` at `path` and commit `files` (name -> text) on master as the tree keeper."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     _git(path, "init", "-q", "-b", "master")
-    for name, text in TREE_FILES.items():
+    for name, text in files.items():
         target = path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    _git(path, "add", "--", *TREE_FILES)
-    _git(path, "commit", "-q", "--no-verify", "-m", "Import the lorelab demo tree\n\n"
-         "A few files laid out like the memory management part of a kernel tree.",
+    _git(path, "add", "--", *files)
+    _git(path, "commit", "-q", "--no-verify", "-m", message,
          env=_identity(_TREE_AUTHOR, _TREE_DATE))
     return path
 
