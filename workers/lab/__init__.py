@@ -1,0 +1,1 @@
+"""Lab runners and the interleaved A/B pair loop that drives them (docs/statistics.md)."""
