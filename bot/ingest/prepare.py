@@ -18,7 +18,7 @@ from bot.config import IngestSettings
 from bot.db.models import pack_mail
 from bot.ingest.sources import RawMail
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
-from bot.series.trailers import REVIEW_TRAILERS
+from bot.mail.trailers import REVIEW_TRAILERS
 
 QUARANTINE_KEEP_BYTES = 256 * 1024  # of an oversized mail, keep the head: enough to see what it was
 

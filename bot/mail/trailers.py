@@ -28,6 +28,14 @@ _BASE_COMMIT = re.compile(r"^base-commit:[ \t]*([0-9a-f]{7,64})[ \t]*$", re.M)
 _CHANGE_ID = re.compile(r"^change-id:[ \t]*(\S+)[ \t]*$", re.M)
 
 _LINKS = frozenset({"link", "buglink", "closes"})
+
+# Trailers a reviewer gives in a reply; Signed-off-by, Cc or Link in a reply are not given to the
+# patch (b4's default trailer handling does the same).
+REVIEW_TRAILERS = frozenset(
+    {"Acked-by", "Reviewed-by", "Tested-by", "Reported-by", "Suggested-by", "Nacked-by",
+     "Fixes", "Closes"}
+)  # fmt: skip
+
 _NONPERSON = _LINKS | {"fixes", "obsoleted-by"}
 # b4's ignore list, its "badtrailers" for replies (minus cc, handled below), and the two
 # b4 metadata lines, which have their own fields.

@@ -17,13 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, SeriesVersion, Trailer
-
-# Trailers a reviewer gives in a reply; Signed-off-by, Cc or Link in a reply are not given to the
-# patch (b4's default trailer handling does the same).
-REVIEW_TRAILERS = frozenset(
-    {"Acked-by", "Reviewed-by", "Tested-by", "Reported-by", "Suggested-by", "Nacked-by",
-     "Fixes", "Closes"}
-)  # fmt: skip
+from bot.mail.trailers import REVIEW_TRAILERS
 
 Found = tuple[str, str, str]  # name, value, the message-id it came from
 
