@@ -14,6 +14,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     LargeBinary,
@@ -331,7 +332,7 @@ class OutboxReply(Base):
 
 
 class Run(Base):
-    """A request to apply (and build) one series version on one tree: what the CLI shows.
+    """A request to apply, build or fully review one series version on one tree.
 
     Its steps are the units the workers run; the run's own state is derived from theirs."""
 
@@ -341,13 +342,18 @@ class Run(Base):
     series_version_id: Mapped[int] = mapped_column(
         ForeignKey("series_versions.id", ondelete="CASCADE"), index=True
     )
-    kind: Mapped[str] = mapped_column(String(20))  # apply, build
+    kind: Mapped[str] = mapped_column(String(20))  # apply, build, review
     tree: Mapped[str] = mapped_column(String(200))  # a [[trees]] name
     requested_base: Mapped[str | None] = mapped_column(String(200))  # --base REV
     base_commit: Mapped[str | None] = mapped_column(String(64))  # chosen by the apply step
     base_reason: Mapped[str | None] = mapped_column(Text)  # "base-commit: ...", "head of ..."
     patched_commit: Mapped[str | None] = mapped_column(String(64))
-    state: Mapped[str] = mapped_column(String(20), index=True)  # queued running done failed
+    # queued running done failed cancelled superseded
+    state: Mapped[str] = mapped_column(String(20), index=True)
+    # Who asked: "cli", "auto" (the planner), "email:<address>" (a #lorelab command), "retest".
+    trigger: Mapped[str] = mapped_column(String(400), default="cli")
+    benchmarks: Mapped[list[str]] = mapped_column(JSON, default=list)  # review runs: what to run
+    runner: Mapped[str | None] = mapped_column(String(200))  # review runs: a lab host's name
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -378,3 +384,83 @@ class RunStep(Base):
     result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     run: Mapped[Run] = relationship(back_populates="steps")
+
+
+class LabCampaign(Base):
+    """One benchmark compared between two kernels on one lab host, in interleaved pairs.
+
+    Part of a review run (`run_id`) or asked for directly (`lorelab bench`, no run). The verdicts
+    in `result` are recomputed from the raw samples whenever they are shown; they are a cache."""
+
+    __tablename__ = "lab_campaigns"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), index=True
+    )
+    benchmark: Mapped[str] = mapped_column(String(100))  # "hackbench"
+    parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    kernel_a: Mapped[str] = mapped_column(Text)  # the base kernel: a path, or "commit@tree"
+    kernel_b: Mapped[str] = mapped_column(Text)  # the patched kernel
+    host: Mapped[str] = mapped_column(String(200))  # a [[lab.hosts]] name
+    runner: Mapped[str] = mapped_column(String(20))  # local, qemu, ssh
+    seed: Mapped[int] = mapped_column(Integer)  # draws each pair's order (AB or BA)
+    warmup_pairs: Mapped[int] = mapped_column(Integer, default=1)
+    k_min: Mapped[int] = mapped_column(Integer)
+    k_max: Mapped[int] = mapped_column(Integer)
+    orders: Mapped[list[str]] = mapped_column(JSON, default=list)  # "AB"/"BA" per measured pair
+    state: Mapped[str] = mapped_column(String(20), index=True)  # queued running done failed
+    error: Mapped[str | None] = mapped_column(Text)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # per-metric verdicts
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[dt.datetime | None]
+    finished_at: Mapped[dt.datetime | None]
+
+    samples: Mapped[list[LabSample]] = relationship(
+        back_populates="campaign", order_by="LabSample.id", cascade="all, delete-orphan"
+    )
+
+
+class LabSample(Base):
+    """One raw value from one boot: everything needed to judge it again (workers.lab.pairs)."""
+
+    __tablename__ = "lab_samples"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("lab_campaigns.id", ondelete="CASCADE"), index=True
+    )
+    metric: Mapped[str] = mapped_column(String(200))
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(40), default="")
+    kernel: Mapped[str] = mapped_column(String(1))  # "A" (base) or "B" (patched)
+    pair_index: Mapped[int] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer)  # 0 first in its pair, 1 second
+    host: Mapped[str] = mapped_column(String(200))
+    boot_id: Mapped[str] = mapped_column(String(64))
+    accel: Mapped[str] = mapped_column(String(10))  # kvm, tcg, bare, none
+    time: Mapped[dt.datetime]
+    warmup: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    campaign: Mapped[LabCampaign] = relationship(back_populates="samples")
+
+
+class CommandRequest(Base):
+    """A `#lorelab` command found in a reply: handled once (unique per mail and line), and
+    counted for the per-sender rate limit."""
+
+    __tablename__ = "command_requests"
+    __table_args__ = (UniqueConstraint("message_id", "line"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[str] = mapped_column(String(998))  # the mail that held the command
+    line: Mapped[int] = mapped_column(Integer)  # its line number in the body
+    sender: Mapped[str] = mapped_column(String(320), index=True)
+    command: Mapped[str] = mapped_column(String(40))  # test, retest, stop, help, or unknown
+    arguments: Mapped[list[str]] = mapped_column(JSON, default=list)
+    series_version_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    state: Mapped[str] = mapped_column(String(20))  # accepted, refused, limited, answered
+    reason: Mapped[str | None] = mapped_column(Text)  # why refused; what was done
+    run_id: Mapped[int | None] = mapped_column(Integer)  # the run it started, if any
+    outbox_id: Mapped[int | None] = mapped_column(Integer)  # the answer, if any
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
