@@ -22,6 +22,7 @@ import platformdirs
 from bot.ingest.settings import SourceSettings
 from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
+from workers.lab.hosts import LabHostSettings
 from workers.settings import BuildSettings, CelerySettings
 
 APP_NAME = "lorelab"
@@ -71,6 +72,7 @@ class Settings:
     trees: list[TreeSettings] = field(default_factory=list)  # kernel trees to apply to
     build: BuildSettings = field(default_factory=BuildSettings)
     celery: CelerySettings = field(default_factory=CelerySettings)
+    lab_hosts: list[LabHostSettings] = field(default_factory=list)  # where benchmarks run
     source: Path | None = None  # the file these settings came from, if any
 
 
@@ -83,7 +85,12 @@ _SECTIONS = {
 }
 
 # Sections written as arrays of tables ([[lists]]), each item one settings object.
-_ARRAYS: dict[str, type] = {"lists": ListSettings, "sources": SourceSettings, "trees": TreeSettings}
+_ARRAYS: dict[str, type] = {
+    "lists": ListSettings,
+    "sources": SourceSettings,
+    "trees": TreeSettings,
+    "lab_hosts": LabHostSettings,
+}
 
 
 def _coerce(value: str, like: Any, key: str) -> Any:  # key: how errors name it
@@ -250,6 +257,20 @@ wall_seconds = 10800
 # Empty: tasks run in the lorelab process (the embedded default). Deployed: Redis.
 # broker_url = "redis://127.0.0.1:6379/0"
 broker_url = ""
-# One queue lab.<host> per lab machine.
-lab_hosts = []
+
+# Lab hosts: where benchmarks run, each served by one Celery worker on queue lab.<name>.
+# With none, the built-in "local" host runs benchmarks on this machine's own kernel.
+# [[lab_hosts]]
+# name = "vm1"
+# runner = "qemu"          # local, qemu (boots each kernel in a VM here) or ssh
+# cpus = 2
+# memory_mb = 256
+# accel = "auto"           # KVM when a probe boot works, else TCG
+#
+# [[lab_hosts]]
+# name = "lab-epyc"
+# runner = "ssh"
+# address = "lab-epyc.example.org"
+# key = "/etc/lorelab/lab_ed25519"
+# boot_command = "kexec -l {kernel} --reuse-cmdline && systemctl kexec"
 """

@@ -18,13 +18,14 @@ from celery import Celery
 from kombu import Queue
 
 from bot.config import ConfigError, Settings, load_settings
+from workers.lab.hosts import configured_hosts
 
 app = Celery("lorelab", include=["workers.tasks"])
 _settings: Settings | None = None
 
 
 def queues(settings: Settings) -> list[str]:
-    return ["git", "build", *(f"lab.{host}" for host in settings.celery.lab_hosts)]
+    return ["git", "build", *(h.queue_name for h in configured_hosts(settings.lab_hosts))]
 
 
 def configure(settings: Settings) -> Celery:

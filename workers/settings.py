@@ -33,7 +33,6 @@ class CelerySettings:
     # Empty broker_url: the embedded default, tasks run eagerly in the calling process.
     broker_url: str = ""  # e.g. redis://127.0.0.1:6379/0
     result_backend: str = ""  # empty: the broker's URL
-    lab_hosts: list[str] = field(default_factory=list)  # one queue lab.<host> each
     apply_time_limit: int = 600  # seconds
     build_time_limit: int = 4 * 3600
     max_tasks_per_child: int = 20

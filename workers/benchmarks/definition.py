@@ -38,7 +38,9 @@ class Benchmark:
     metrics: tuple[Metric, ...]
     # fnmatch patterns of /proc/vmstat (and memory.stat) counters read before and after each run.
     reclaim_counters: tuple[str, ...] = RECLAIM_COUNTERS
-    memcg: str | None = None  # a cgroup directory whose memory.stat is read too; None: none
+    # Run inside a fresh memcg with this memory.max ("64M"), whose memory.stat is read too:
+    # memcg reclaim does not show in the global kswapd/direct counters. None: no memcg.
+    memcg_max: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)  # free-form notes (suite, source)
 
     def argv(self, **overrides: str | int | float) -> list[str]:

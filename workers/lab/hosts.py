@@ -1,0 +1,74 @@
+"""Lab hosts: the machines benchmarks run on, as configured in `[[lab_hosts]]` tables.
+
+Each host has a runner (`local`: this machine's own kernel; `qemu`: boots each kernel in a VM
+here; `ssh`: a real machine reached over SSH) and its own Celery queue `lab.<name>`, served by
+one worker with concurrency 1, so that two benchmarks never share a machine. With no host
+configured there is one, `local`, so that the embedded default can run the stand-in tree.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+RUNNERS = ("local", "qemu", "ssh")
+
+
+@dataclass
+class LabHostSettings:
+    name: str
+    runner: str = "local"  # local, qemu or ssh
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 1)  # given to the guest (qemu)
+    memory_mb: int = 256  # guest memory (qemu); informative for ssh and local
+    queue: str = ""  # empty: lab.<name>
+    iterations: int = 1  # benchmark runs per boot; their median is the boot's value
+    timeout: int = 900  # seconds per boot (qemu, ssh) or per run (local)
+    # qemu
+    accel: str = "auto"  # auto (KVM if a probe boot works, else TCG), kvm or tcg
+    qemu: str = "qemu-system-x86_64"
+    initramfs_modules: str = ""  # a distro kernel's lib/modules/<version> dir, for 9p/virtio
+    scratch_mb: int = 1024  # the ext2 scratch disk for page-cache benchmarks
+    swap_mb: int = 512
+    # ssh
+    address: str = ""  # host name or IP
+    user: str = "root"
+    port: int = 22
+    key: str = ""  # private key file
+    kernel_dir: str = "/boot/lorelab"  # where the kernel is copied on the machine
+    # Boots the copied kernel; {kernel} is its path there. Default: kexec, then reboot into it.
+    boot_command: str = "kexec -l {kernel} --reuse-cmdline && systemctl kexec"
+    boot_id_command: str = "cat /proc/sys/kernel/random/boot_id"
+
+    def __post_init__(self) -> None:
+        if self.runner not in RUNNERS:
+            raise ValueError(f"lab host {self.name!r}: runner {self.runner!r} is not one of "
+                             f"{', '.join(RUNNERS)}")
+        if self.runner == "ssh" and not self.address:
+            raise ValueError(f"lab host {self.name!r}: an ssh host needs an address")
+        if self.accel not in ("auto", "kvm", "tcg"):
+            raise ValueError(f"lab host {self.name!r}: accel must be auto, kvm or tcg")
+        if self.iterations < 1:
+            raise ValueError(f"lab host {self.name!r}: iterations must be at least 1")
+
+    @property
+    def queue_name(self) -> str:
+        return self.queue or f"lab.{self.name}"
+
+
+DEFAULT_HOST = LabHostSettings(name="local", runner="local")
+
+
+def configured_hosts(hosts: list[LabHostSettings]) -> list[LabHostSettings]:
+    """The configured hosts, or the built-in `local` one when none is."""
+    return list(hosts) or [DEFAULT_HOST]
+
+
+def find_host(hosts: list[LabHostSettings], name: str | None) -> LabHostSettings:
+    """The host called `name` (the first one if None); ValueError naming the known ones."""
+    known = configured_hosts(hosts)
+    if name is None:
+        return known[0]
+    for host in known:
+        if host.name == name:
+            return host
+    raise ValueError(f"no lab host {name!r}; configured: {', '.join(h.name for h in known)}")
