@@ -201,7 +201,7 @@ def build_commit(
         text = "".join(log)
         if not ok:
             errors = tuple(BuildFailure(e.location, e.message, e.excerpt)
-                           for e in first_errors(text))
+                           for e in first_errors(text, source_dir=str(src)))
             return BuildResult(False, commit, key, False, None, seconds, str(objdir),
                                errors, text, isolation)
         staging = artifact_dir.with_name(f"{key}.tmp{os.getpid()}")

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.config import Settings, data_dir
-from bot.db.models import MailingList, MessageList, Run, RunStep, SeriesVersion
+from bot.db.models import MailingList, MessageList, Run, RunStep, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.plan import BaseNotFound, BaseRequest, GitTreeLookup, TreeSettings, choose_base
 from bot.series.mbox import MboxError, am_ready_mbox
@@ -24,7 +24,12 @@ from workers.apply import UnsafePatch, apply_mbox
 from workers.build import build_commit
 from workers.sandbox import SandboxError
 
-STEPS = {"apply": ("apply",), "build": ("apply", "build-base", "build-patched")}
+STEPS = {
+    "apply": ("apply",),
+    "build": ("apply", "build-base", "build-patched"),
+    "review": ("apply", "build-base", "build-patched", "bench", "report"),
+}
+FINISHED = ("done", "failed", "cancelled", "superseded")  # run states that no worker changes
 
 
 class PlanError(ValueError):
@@ -47,18 +52,50 @@ def find_tree(settings: Settings, name: str | None) -> TreeSettings:
 
 
 def create_run(session: Session, version: SeriesVersion, *, kind: str, tree: str,
-               base: str | None = None) -> Run:
-    """A queued run with its queued steps (committed by the caller)."""
+               base: str | None = None, benchmarks: list[str] | None = None,
+               runner: str | None = None, trigger: str = "cli") -> Run:
+    """A queued run with its queued steps (committed by the caller).
+
+    `benchmarks` and `runner` (a lab host's name) matter to review runs; `trigger` says who
+    asked ("cli", "auto", "email:<address>", "retest")."""
+    if kind not in STEPS:
+        raise PlanError(f"no run kind {kind!r}; known: {', '.join(STEPS)}")
     run = Run(series_version_id=version.id, kind=kind, tree=tree, requested_base=base,
-              state="queued")
+              state="queued", benchmarks=list(benchmarks or []), runner=runner, trigger=trigger)
     run.steps = [RunStep(name=name, state="queued") for name in STEPS[kind]]
     session.add(run)
     session.flush()
     return run
 
 
+def cancel_run(session: Session, run: Run, *, state: str = "cancelled") -> bool:
+    """Stop a run that has not finished: its unfinished steps will not start (a step already
+    running finishes its work, and its result is kept). False when it had finished already.
+    `state` is "cancelled" (asked for) or "superseded" (a newer version of the series came)."""
+    if run.state in FINISHED:
+        return False
+    for step in run.steps:
+        if step.state in ("queued", "failed"):
+            step.state = state
+    run.state = state
+    run.updated_at = utcnow()
+    return True
+
+
+def retest_run(session: Session, run: Run, *, trigger: str = "retest") -> Run:
+    """A new run like `run` (same version, kind, tree, base, benchmarks, lab host)."""
+    version = session.get(SeriesVersion, run.series_version_id)
+    assert version is not None
+    return create_run(session, version, kind=run.kind, tree=run.tree, base=run.requested_base,
+                      benchmarks=list(run.benchmarks or []), runner=run.runner,
+                      trigger=trigger)
+
+
 def pending_steps(run: Run) -> list[RunStep]:
-    """Steps still to run, in order: queued, failed, or `running` left by a crashed worker."""
+    """Steps still to run, in order: queued, failed, or `running` left by a crashed worker;
+    none for a cancelled or superseded run."""
+    if run.state in ("cancelled", "superseded"):
+        return []
     return [s for s in run.steps if s.state != "done"]
 
 

@@ -43,12 +43,14 @@ def excerpt(text: str, limit: int = MAX_EXCERPT) -> str:
 
 
 def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
-    """Mark the step running; False when it is already done (a duplicate delivery)."""
+    """Mark the step running; False when it is done (a duplicate delivery) or its run was
+    cancelled or superseded while it waited in the queue."""
     with db.session() as session:
         step = session.get(RunStep, step_id, with_for_update=True)
         if step is None:
             raise LookupError(f"no run step {step_id}")
-        if step.state == "done":
+        if step.state in ("done", "cancelled", "superseded") or step.run.state in (
+                "cancelled", "superseded"):
             return False
         step.state = "running"
         step.host = host_id()
@@ -89,7 +91,9 @@ def finish_step(
             setattr(run, key, value)
         session.flush()
         states = list(session.scalars(sa.select(RunStep.state).where(RunStep.run_id == run.id)))
-        if "failed" in states:
+        if run.state in ("cancelled", "superseded"):
+            pass  # a step that was running when the run was stopped: its result is kept
+        elif "failed" in states:
             run.state = "failed"
         elif all(s == "done" for s in states):
             run.state = "done"

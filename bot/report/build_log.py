@@ -42,9 +42,11 @@ def clip(line: str, width: int = MAX_LINE) -> str:
 _BUILD_DIR_PREFIX = re.compile(r"^(?:\.\./)+")
 
 
-def first_errors(log: str, limit: int = 3) -> list[BuildError]:
+def first_errors(log: str, limit: int = 3, source_dir: str | None = None) -> list[BuildError]:
     """Up to `limit` distinct errors in log order, each with its context lines; paths are
-    given relative to the source tree."""
+    given relative to the source tree (`source_dir`, when the build named files by it)."""
+    if source_dir:
+        log = log.replace(source_dir.rstrip("/") + "/", "")
     lines = [_BUILD_DIR_PREFIX.sub("", _ANSI.sub("", line).rstrip()) for line in log.splitlines()]
     found = _compiler_errors(lines, limit)
     if not found:
