@@ -53,10 +53,10 @@ def test_one_local_run_gives_samples_and_reclaim_counter_changes(kernels):
     assert throughput.value > 0 and throughput.unit == "ops/s"
     assert (throughput.kernel, throughput.pair_index, throughput.position) == ("B", 3, 1)
     assert throughput.accel == "none" and throughput.host and throughput.boot_id
-    # The simulator's own counters, and the host's reclaim counters read around the run.
+    # The simulator's own counters; the host's /proc/vmstat says nothing about a program that
+    # stands for a kernel, so none of it is recorded.
     assert by_name["reclaim-sim.pgscan"].value > 0
-    if Path("/proc/vmstat").exists():
-        assert "proc-vmstat.pgscan_kswapd" in by_name
+    assert not any(name.startswith("proc-vmstat.") for name in by_name)
 
 
 def test_a_a_on_the_base_simulator_declares_no_change(kernels):
@@ -72,7 +72,8 @@ def test_a_a_on_the_base_simulator_declares_no_change(kernels):
 
 
 def test_the_batching_series_is_an_improvement_of_the_base_simulator(kernels):
-    bench = simulator(ops_per_cpu=300_000)
+    # Runs of a quarter of a second: shorter ones drown the gain in a shared machine's noise.
+    bench = simulator(ops_per_cpu=3_000_000)
     runner = LocalRunner(bench, {"A": kernels["base"], "B": kernels["batched"]}, timeout=60)
     result = run_pairs(runner, bench.metrics, seed=5, warmup_pairs=1, k_max=30)
     comparison = result.comparisons[THROUGHPUT]

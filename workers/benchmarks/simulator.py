@@ -39,6 +39,8 @@ def simulator(ops_per_cpu: int = 300_000, delta: float = 0.01) -> Benchmark:
         command=("{kernel}", "{ops}"),
         parameters={"ops": ops_per_cpu},
         parse=parse_simulator,
+        # Its "kernel" is a program with its own counters: the host's /proc/vmstat says nothing.
+        reclaim_counters=(),
         metrics=(
             Metric(THROUGHPUT, "ops/s", higher_is_better=True, delta=delta),
             Metric(SECONDS, "s", higher_is_better=False, delta=delta, main=False),

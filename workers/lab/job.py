@@ -56,6 +56,11 @@ def job_script(benchmark: Benchmark, argv: Sequence[str], results: str, iteratio
         cg = shlex.quote(memcg_path(benchmark))
         lines += [
             f"CG={cg}",
+            # Elsewhere (cgroup v1, a tmpfs there) mkdir and echo would make plain files and
+            # the benchmark would run with no limit, its results looking valid.
+            f'grep -qw memory {CGROUP_ROOT}/cgroup.controllers 2>/dev/null || {{ echo "memcg_max '
+            f'needs {CGROUP_ROOT} to be a cgroup2 mount with the memory controller" > "$R/error";'
+            ' exit 1; }',
             # A memcg left by an earlier job would carry its charges and counters over.
             'rmdir "$CG" 2>/dev/null',
             f'echo +memory > {CGROUP_ROOT}/cgroup.subtree_control 2>/dev/null',

@@ -9,6 +9,8 @@ as `proc-vmstat.<name>` and `memcg.<name>` samples, as lkp-tests names them.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import tempfile
@@ -52,8 +54,14 @@ class LocalRunner:
 
 
 def _run(argv: list[str], timeout: float, name: str) -> None:
+    # A session of its own, so that a timeout kills what the job started too (a memcached
+    # left running would hold its port against the next run).
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
     try:
-        subprocess.run(argv, capture_output=True, timeout=timeout, check=False)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
         raise RunFailed(f"{name} timed out after {timeout:g} s") from None
 
