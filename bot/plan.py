@@ -13,6 +13,7 @@ The order of the base choice (each step only when the one before gives nothing):
 from __future__ import annotations
 
 import email
+import hashlib
 import logging
 import mailbox
 import re
@@ -44,6 +45,27 @@ class TreeSettings:
     @property
     def fallback_branch(self) -> str:
         return self.default_branch or self.branches[0]
+
+    @property
+    def key(self) -> str:
+        """A directory name for the tree's worktrees and builds (a tree named by its path gets
+        its directory's name and a hash of the path)."""
+        if "/" not in self.name:
+            return self.name
+        digest = hashlib.sha1(self.name.encode()).hexdigest()[:8]
+        return f"{Path(self.name).name}-{digest}"
+
+
+def tree_at(path: str) -> TreeSettings:
+    """A tree given by its path (`lorelab review --tree PATH`) rather than configured: named by
+    its absolute path, so that a worker, a retest or a resume finds it again; its branch is
+    the one checked out."""
+    root = Path(path).resolve()
+    if not (root / ".git").exists():
+        raise ValueError(f"{path} is not a git checkout of a kernel tree")
+    branch = subprocess.run(["git", "-C", str(root), "symbolic-ref", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    return TreeSettings(name=str(root), path=str(root), branches=[branch or "master"])
 
 
 @dataclass(frozen=True)

@@ -493,3 +493,21 @@ def test_a_percentage_claim_is_read_in_the_measured_metrics_unit() -> None:
     text = claim_support(quote, [hackbench_result(BASE_125, THIS_125)])
     # 4% better in a lower-is-better metric is 1/1.04 - 1 = -3.85% of its value.
     assert "this supports the claimed -3.85%" in text
+
+
+def test_a_long_tail_of_outliers_still_fits_the_verdict_line():
+    from bot.report.results import BenchmarkResult, MetricResult
+    from bot.report.tables import verdict_lines
+    from bot.report.text import TABLE_WIDTH
+
+    base = [25_000_000.0 + 10_000 * i for i in range(30)]
+    # Eight runs of the patched kernel far below the rest: a long list of low outliers.
+    patched = [26_000_000.0 + 10_000 * i for i in range(22)] + [
+        5_867_600.0 + 1000 * i for i in range(8)]
+    c = compare(base, patched, higher_is_better=True, delta=0.01)
+    assert len(c.tail.patched) > 3
+    bench = BenchmarkResult("reclaim-sim", (("ops", "3000000"),),
+                            (MetricResult("reclaim-sim.throughput", "ops/s", c),))
+    lines = verdict_lines([bench])
+    assert lines and all(len(line) <= TABLE_WIDTH for line in lines)
+    assert ", ..." in " ".join(lines)  # the worst three, then an ellipsis

@@ -49,8 +49,12 @@ def configure(settings: Settings) -> Celery:
                               "soft_time_limit": celery.apply_time_limit - 30},
             "lorelab.build": {"time_limit": celery.build_time_limit,
                               "soft_time_limit": celery.build_time_limit - 60},
+            "lorelab.bench": {"time_limit": celery.bench_time_limit,
+                              "soft_time_limit": celery.bench_time_limit - 60},
         },
-        task_routes={"lorelab.apply": {"queue": "git"}, "lorelab.build": {"queue": "build"}},
+        # lorelab.bench goes to its lab host's queue, chosen per run (workers.pipeline.dispatch).
+        task_routes={"lorelab.apply": {"queue": "git"}, "lorelab.build": {"queue": "build"},
+                     "lorelab.report": {"queue": "git"}},
         task_queues=[Queue(name) for name in queues(settings)],
         task_create_missing_queues=True,
         result_expires=7 * 24 * 3600,

@@ -17,7 +17,14 @@ from sqlalchemy.orm import Session
 from bot.config import Settings, data_dir
 from bot.db.models import MailingList, MessageList, Run, RunStep, SeriesVersion, utcnow
 from bot.db.session import Database
-from bot.plan import BaseNotFound, BaseRequest, GitTreeLookup, TreeSettings, choose_base
+from bot.plan import (
+    BaseNotFound,
+    BaseRequest,
+    GitTreeLookup,
+    TreeSettings,
+    choose_base,
+    tree_at,
+)
 from bot.series.mbox import MboxError, am_ready_mbox
 from workers import steps
 from workers.apply import UnsafePatch, apply_mbox
@@ -41,13 +48,18 @@ def work_dir(settings: Settings) -> Path:
 
 
 def find_tree(settings: Settings, name: str | None) -> TreeSettings:
+    """The configured tree called `name` (the first if None), or the tree at `name` when it is
+    a path (`lorelab review --tree PATH` names a run's tree by its path)."""
+    for tree in settings.trees:
+        if name is None or tree.name == name:
+            return tree
+    if name is not None and Path(name).is_absolute():
+        try:
+            return tree_at(name)
+        except ValueError as exc:
+            raise PlanError(str(exc)) from None
     if not settings.trees:
         raise PlanError("no kernel trees are configured: add a [[trees]] table to the config")
-    if name is None:
-        return settings.trees[0]
-    for tree in settings.trees:
-        if tree.name == name:
-            return tree
     raise PlanError(f"no tree {name!r}; configured: {', '.join(t.name for t in settings.trees)}")
 
 
@@ -99,16 +111,24 @@ def pending_steps(run: Run) -> list[RunStep]:
     return [s for s in run.steps if s.state != "done"]
 
 
-def dispatch(run: Run) -> None:
-    """Send the run's unfinished steps to Celery, in order (eager: they run now, here)."""
+def dispatch(run: Run, settings: Settings) -> None:
+    """Send the run's unfinished steps to Celery, in order (eager: they run now, here).
+
+    apply and report go to the `git` queue, builds to `build`, and the bench step to the lab
+    host's own queue, where one worker runs one benchmark at a time."""
     from celery import chain
 
-    from workers.tasks import apply_task, build_task
+    from workers.bench_step import review_host
+    from workers.tasks import apply_task, bench_task, build_task, report_task
 
+    tasks = {"apply": apply_task, "build-base": build_task, "build-patched": build_task,
+             "bench": bench_task, "report": report_task}
     signatures = []
     for step in pending_steps(run):
-        task = apply_task if step.name == "apply" else build_task
-        signatures.append(task.si(step.id))
+        signature = tasks[step.name].si(step.id)
+        if step.name == "bench":
+            signature = signature.set(queue=review_host(settings, run.runner).queue_name)
+        signatures.append(signature)
     if signatures:
         chain(*signatures).apply_async()
 
@@ -144,7 +164,7 @@ def run_apply_step(db: Database, settings: Settings, step_id: int,
             run_id = run.id
         repo = Path(tree.path)
         choice = choose_base(tree, request, GitTreeLookup(repo, mbox))
-        result = apply_mbox(repo, work_dir(settings), tree.name, f"run-{run_id}", choice.commit,
+        result = apply_mbox(repo, work_dir(settings), tree.key, f"run-{run_id}", choice.commit,
                             mbox)
     except (PlanError, BaseNotFound, UnsafePatch, MboxError) as exc:
         steps.finish_step(db, step_id, ok=False, error=str(exc))
@@ -191,7 +211,7 @@ def run_build_step(db: Database, settings: Settings, step_id: int,
     try:
         tree = find_tree(settings, tree_name)
         commit = base if name == "build-base" else patched
-        result = build_commit(Path(tree.path), tree.name, commit, base, settings.build,
+        result = build_commit(Path(tree.path), tree.key, commit, base, settings.build,
                               work_dir(settings))
     except (PlanError, SandboxError) as exc:
         steps.finish_step(db, step_id, ok=False, error=str(exc))

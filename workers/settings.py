@@ -35,5 +35,6 @@ class CelerySettings:
     result_backend: str = ""  # empty: the broker's URL
     apply_time_limit: int = 600  # seconds
     build_time_limit: int = 4 * 3600
+    bench_time_limit: int = 12 * 3600  # every benchmark of a review run, all its pairs
     max_tasks_per_child: int = 20
     max_retries: int = 3  # for transient failures (database or git lock contention)

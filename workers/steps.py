@@ -32,7 +32,7 @@ def host_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _notify(run_id: int, name: str, state: str) -> None:
+def notify(run_id: int, name: str, state: str) -> None:
     for listener in LISTENERS:
         listener(run_id, name, state)
 
@@ -63,7 +63,7 @@ def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
         run.state = "running"
         run.updated_at = utcnow()
         run_id, name = run.id, step.name
-    _notify(run_id, name, "running")
+    notify(run_id, name, "running")
     return True
 
 
@@ -99,7 +99,7 @@ def finish_step(
             run.state = "done"
         run.updated_at = utcnow()
         run_id, name, state = run.id, step.name, step.state
-    _notify(run_id, name, state)
+    notify(run_id, name, state)
 
 
 def load_run(db: Database, run_id: int) -> Run:

@@ -11,7 +11,7 @@ import functools
 import sqlalchemy as sa
 
 from bot.db.session import Database, ensure_schema
-from workers import pipeline
+from workers import bench_step, pipeline, report_step
 from workers.app import app, settings
 from workers.steps import TransientError
 
@@ -39,4 +39,16 @@ def apply_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
 @app.task(bind=True, name="lorelab.build", **_RETRY)
 def build_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
     pipeline.run_build_step(database(), settings(), step_id, self.request.id)
+    return step_id
+
+
+@app.task(bind=True, name="lorelab.bench", **_RETRY)
+def bench_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
+    bench_step.run_bench_step(database(), settings(), step_id, self.request.id)
+    return step_id
+
+
+@app.task(bind=True, name="lorelab.report", **_RETRY)
+def report_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
+    report_step.run_report_step(database(), settings(), step_id, self.request.id)
     return step_id

@@ -42,37 +42,13 @@ def load_results_file(path: Path) -> tuple[Any, Any]:
         raise UserError(f"{path}: {exc}") from None
 
 
-def _metric_dict(benchmark: Any, metric: Any) -> dict[str, Any]:
-    c = metric.comparison
-    return {
-        "benchmark": benchmark.label,
-        "metric": metric.name,
-        "unit": metric.unit,
-        "secondary": metric.secondary,
-        "direction": metric.direction,
-        "verdict": c.verdict.value,
-        "words": metric.words,
-        "change_pct": round(c.change_pct, 3),
-        "ci_pct": [round(c.ci_low_pct, 3), round(c.ci_high_pct, 3)],
-        "p": c.pvalue,
-        "alpha": c.alpha,
-        "mean_change_pct": round(c.mean_change_pct, 3),
-        "median_change_pct": round(c.median_change_pct, 3),
-        "base": {"n": c.base.n, "median": c.base.median, "robust_cv": c.base.robust_cv},
-        "patched": {"n": c.patched.n, "median": c.patched.median, "robust_cv": c.patched.robust_cv},
-        "findings": list(c.findings),
-        "notes": list(c.notes()),
-        "early_stop": c.early_stop,
-    }
-
-
 def analyze(
     results: Path = typer.Argument(..., help="A recorded-results file (lorelab-results/1)."),
     as_json: bool = typer.Option(False, "--json", help="Print every metric's verdict as JSON."),
 ) -> None:
     """Judge every metric of a benchmark run, base against patched."""
     context, _ = load_results_file(results)
-    rows = [_metric_dict(b, m) for b in context.benchmarks for m in b.metrics]
+    rows = [{"benchmark": b.label, **m.as_dict()} for b in context.benchmarks for m in b.metrics]
     if as_json:
         emit_json(rows)
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from bot.analysis.verdict import Comparison
 from bot.report.context import ParentMessage, SeriesInfo, TreeInfo
@@ -38,10 +39,38 @@ class MetricResult:
             return "no better direction"
         return "higher is better" if self.comparison.higher_is_better else "lower is better"
 
+    def as_dict(self) -> dict[str, Any]:
+        """The judgement as JSON-ready data (`lorelab analyze --json`, the status page)."""
+        c = self.comparison
+        return {
+            "metric": self.name,
+            "unit": self.unit,
+            "secondary": self.secondary,
+            "direction": self.direction,
+            "verdict": c.verdict.value,
+            "words": self.words,
+            "change_pct": round(float(c.change_pct), 3),
+            "ci_pct": [round(float(c.ci_low_pct), 3), round(float(c.ci_high_pct), 3)],
+            "p": float(c.pvalue),
+            "alpha": float(c.alpha),
+            "mean_change_pct": round(float(c.mean_change_pct), 3),
+            "median_change_pct": round(float(c.median_change_pct), 3),
+            "base": _side(c.base),
+            "patched": _side(c.patched),
+            "findings": list(c.findings),
+            "notes": list(c.notes()),
+            "early_stop": c.early_stop,
+        }
+
     @property
     def notable(self) -> bool:
         """Worth a verdict line: changed, or its tail of slow runs changed."""
         return self.comparison.changed or self.comparison.tail.kind is not None
+
+
+def _side(side: Any) -> dict[str, Any]:
+    # numpy scalars are not JSON: the stored and printed forms are plain floats.
+    return {"n": int(side.n), "median": float(side.median), "robust_cv": float(side.robust_cv)}
 
 
 @dataclass(frozen=True)

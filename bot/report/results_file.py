@@ -75,7 +75,7 @@ def load_results(data: dict[str, Any]) -> tuple[BenchmarkReplyContext, dt.dateti
             build=BuildInfo(**data["build"]),
             policy=policy,
             benchmarks=tuple(
-                _benchmark(bench, policy, f"benchmarks[{i}]")
+                benchmark_result(bench, policy, f"benchmarks[{i}]")
                 for i, bench in enumerate(data["benchmarks"])
             ),
             claims=tuple(_claim(claim) for claim in data.get("claims", [])),
@@ -102,7 +102,9 @@ def _parent(raw: dict[str, Any]) -> ParentMessage:
     )
 
 
-def _benchmark(raw: dict[str, Any], policy: RunPolicy, where: str) -> BenchmarkResult:
+def benchmark_result(raw: dict[str, Any], policy: RunPolicy, where: str) -> BenchmarkResult:
+    """Judge one benchmark's metrics from their raw per-boot values (the file's `benchmarks[]`
+    shape); main metrics and secondary counters are each a family for the FDR control."""
     parameters = tuple((str(k), str(v)) for k, v in raw.get("parameters", {}).items())
     judged: dict[str, tuple[dict[str, Any], Comparison]] = {}
     skipped = []
@@ -142,7 +144,8 @@ def _comparison(metric: dict[str, Any], policy: RunPolicy) -> Comparison:
         "base_positions": metric.get("base_positions"),
         "patched_positions": metric.get("patched_positions"),
     }
-    if policy.sequential:
+    # Secondary metrics (reclaim counters) did not decide when to stop: judged at the end.
+    if policy.sequential and not metric.get("secondary", False):
         return decide_after_pair(
             metric["base"],
             metric["patched"],

@@ -10,6 +10,7 @@ switch to a compact form (1.23M) before a table would grow wider.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 from bot.analysis.robust import TailKind
@@ -63,6 +64,9 @@ def varying_parameters(benchmarks: Sequence[BenchmarkResult]) -> tuple[str, ...]
     return tuple(keys)
 
 
+MAX_OUTLIERS_SHOWN = 3
+
+
 def tail_words(c: Comparison) -> tuple[str, ...]:
     """The tail finding in the reply's words (base/patched, not A/B), e.g.
     "2 slow outliers in patched (193.382, 103.189): tail regression"."""
@@ -74,7 +78,10 @@ def tail_words(c: Comparison) -> tuple[str, ...]:
     ):
         if outliers:
             noun = "outlier" if len(outliers) == 1 else "outliers"
-            values = ", ".join(f"{o.value:g}" for o in outliers)
+            # The worst few say enough; a long list would not fit the verdict line.
+            values = ", ".join(f"{o.value:g}" for o in outliers[:MAX_OUTLIERS_SHOWN])
+            if len(outliers) > MAX_OUTLIERS_SHOWN:
+                values += ", ..."
             text = f"{len(outliers)} {slow} {noun} in {side} ({values})"
             if c.tail.kind is kind:
                 text += f": {kind.value}"
@@ -127,7 +134,8 @@ def verdict_lines(benchmarks: Sequence[BenchmarkResult]) -> tuple[str, ...]:
             lines.append(head + words)
         else:
             lines.append(head.rstrip())
-            lines.append(" " * 4 + words)
+            lines.extend(textwrap.wrap(words, TABLE_WIDTH, initial_indent=" " * 4,
+                                       subsequent_indent=" " * 6))
     return tuple(lines)
 
 

@@ -22,6 +22,11 @@ class LabHostSettings:
     memory_mb: int = 256  # guest memory (qemu); informative for ssh and local
     queue: str = ""  # empty: lab.<name>
     iterations: int = 1  # benchmark runs per boot; their median is the boot's value
+    # The sequential rule's bounds (docs/statistics.md): the first look after pairs_min pairs,
+    # inconclusive after pairs_max. Fewer than 4 cannot reach the overall 5% level.
+    pairs_min: int = 5
+    pairs_max: int = 30
+    warmup_pairs: int = 1
     timeout: int = 900  # seconds per boot (qemu, ssh) or per run (local)
     # qemu
     accel: str = "auto"  # auto (KVM if a probe boot works, else TCG), kvm or tcg
@@ -49,6 +54,9 @@ class LabHostSettings:
             raise ValueError(f"lab host {self.name!r}: accel must be auto, kvm or tcg")
         if self.iterations < 1:
             raise ValueError(f"lab host {self.name!r}: iterations must be at least 1")
+        if not self.pairs_max >= 4 or not 1 <= self.pairs_min <= self.pairs_max:
+            raise ValueError(f"lab host {self.name!r}: need 1 <= pairs_min <= pairs_max and "
+                             "pairs_max >= 4")
 
     @property
     def queue_name(self) -> str:

@@ -1,0 +1,76 @@
+"""Reply context from stored rows: the message answered, the series, and the reply options.
+
+The composers read only plain dataclasses (bot.report.context); this is where the stages that
+ask for a reply (the report step, the command handler) turn ORM rows into them.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+
+from bot.db.models import Message, SeriesVersion, utcnow
+from bot.report.context import ParentMessage, Person, ReplyOptions, SeriesInfo
+from bot.report.settings import ReportSettings
+
+LORE = "https://lore.kernel.org/r/"
+
+
+def parent_message(message: Message) -> ParentMessage:
+    """The stored message as the message a reply answers (To and Cc from its raw headers)."""
+    headers = email.message_from_bytes(message.raw, policy=email.policy.compat32)
+
+    def people(name: str) -> tuple[Person, ...]:
+        values = [str(v) for v in headers.get_all(name, [])]
+        return tuple(Person(n, a) for n, a in email.utils.getaddresses(values) if a)
+
+    to, cc = people("To"), people("Cc")
+    return ParentMessage(
+        msgid=message.msgid,
+        subject=message.subject,
+        sender=Person(message.from_name, message.from_email),
+        to=to,
+        cc=cc,
+        references=tuple(message.references or ()),
+        lists=_list_addresses(message, (*to, *cc)),
+        date=message.date,
+    )
+
+
+def _list_addresses(message: Message, recipients: tuple[Person, ...]) -> tuple[str, ...]:
+    """The lists' addresses: configured ones, else the recipient whose address is the List-Id
+    with its "@" as a dot (linux-mm@kvack.org for <linux-mm.kvack.org>), as lists name it."""
+    found = {lst.address for lst in message.lists if lst.address}
+    list_id = (message.list_id_header or "").strip().strip("<>").lower()
+    for person in recipients:
+        if list_id and person.key.replace("@", ".") == list_id:
+            found.add(person.email)
+    return tuple(sorted(found))
+
+
+def answered_message(version: SeriesVersion) -> Message:
+    """What a series reply answers: the cover letter, else patch 1."""
+    if version.cover is not None:
+        return version.cover
+    if not version.patches:
+        raise ValueError(f"series version {version.id} has no messages")
+    return version.patches[0].message
+
+
+def series_info(version: SeriesVersion, status_url: str = "") -> SeriesInfo:
+    return SeriesInfo(
+        title=version.title,
+        version=version.version,
+        patches=version.expected,
+        lore_url=f"{LORE}{version.anchor_msgid}",
+        status_url=status_url,
+        series_version_id=version.id,
+        anchor_msgid=version.anchor_msgid,
+    )
+
+
+def reply_options(report: ReportSettings) -> ReplyOptions:
+    """How the bot signs and addresses replies, dated now (the date is part of the bytes)."""
+    return ReplyOptions(identity=report.identity(), date=utcnow().replace(microsecond=0),
+                        opt_out=tuple(report.opt_out), cc_cap=report.cc_cap)

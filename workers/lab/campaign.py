@@ -1,0 +1,182 @@
+"""A lab campaign: one benchmark, base against patched, on one lab host, stored as it runs.
+
+`run_campaign` drives `run_pairs` over a runner and stores every boot's samples as soon as the
+boot ends, so a worker killed mid-campaign loses at most the boot it was in: on the next attempt
+the schedule (drawn from the recorded seed) is replayed and boots already stored are read back
+instead of run again. `judge_campaign` recomputes the verdicts from the stored samples; the
+`result` column only caches them for the status page.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from bot.db.models import LabCampaign, LabSample, utcnow
+from bot.db.session import Database
+from bot.report.results import BenchmarkResult, RunPolicy
+from bot.report.results_file import benchmark_result
+from workers.benchmarks.definition import Benchmark
+from workers.lab.job import RunFailed
+from workers.lab.pairs import BASE, PATCHED, RunOne, Sample, run_pairs
+
+COUNTER_DELTA = 0.05  # reclaim counters: report changes of 5% or more
+
+
+class StoredSample(Protocol):
+    metric: str
+    value: float
+    unit: str
+    kernel: str
+    pair_index: int
+    position: int
+    warmup: bool
+
+
+# Called after each boot with (boots done, most boots the campaign can take).
+Progress = Callable[[int, int], None]
+
+
+def new_campaign(benchmark: Benchmark, *, kernel_a: str, kernel_b: str, host: str, runner: str,
+                 seed: int, k_min: int, k_max: int, warmup_pairs: int = 1,
+                 run_id: int | None = None) -> LabCampaign:
+    """A queued campaign row (added and committed by the caller)."""
+    return LabCampaign(run_id=run_id, benchmark=benchmark.name,
+                       parameters=dict(benchmark.parameters), kernel_a=kernel_a,
+                       kernel_b=kernel_b, host=host, runner=runner, seed=seed,
+                       warmup_pairs=warmup_pairs, k_min=k_min, k_max=k_max, state="queued")
+
+
+def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: RunOne,
+                 progress: Progress | None = None) -> LabCampaign:
+    """Run (or resume) the campaign's pairs, storing samples per boot; returns the final row.
+
+    A boot that fails (RunFailed) fails the campaign with its message; samples stored so far
+    are kept."""
+    with db.session() as session:
+        campaign = session.get(LabCampaign, campaign_id)
+        if campaign is None:
+            raise LookupError(f"no lab campaign {campaign_id}")
+        stored = _stored_boots(campaign.samples)
+        campaign.state, campaign.started_at, campaign.error = "running", utcnow(), None
+        seed, warmups = campaign.seed, campaign.warmup_pairs
+        k_min, k_max = campaign.k_min, campaign.k_max
+    boots_max = 2 * (warmups + k_max)
+    done = [len(stored)]
+
+    def stored_or_run(kernel: str, pair_index: int, position: int) -> Sequence[Sample]:
+        key = (kernel, pair_index, position)
+        if key in stored:
+            return stored[key]
+        samples = tuple(run_one(kernel, pair_index, position))
+        warmup = pair_index < warmups
+        with db.session() as session:
+            session.add_all(_row(campaign_id, s, warmup) for s in samples)
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], boots_max)
+        return samples
+
+    try:
+        result = run_pairs(stored_or_run, benchmark.metrics, seed=seed, warmup_pairs=warmups,
+                           k_min=k_min, k_max=k_max)
+    except RunFailed as exc:
+        return _finish(db, campaign_id, benchmark, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - recorded on the row; the worker lives on
+        return _finish(db, campaign_id, benchmark,
+                       error=f"{exc.__class__.__name__}: {exc}\n{traceback.format_exc()}")
+    return _finish(db, campaign_id, benchmark, orders=list(result.orders))
+
+
+def judge_campaign(campaign: LabCampaign, benchmark: Benchmark,
+                   samples: Sequence[StoredSample] | None = None) -> BenchmarkResult:
+    """Every metric's verdict, from the measured (not warm-up) samples."""
+    measured = [s for s in (campaign.samples if samples is None else samples) if not s.warmup]
+    policy = campaign_policy(campaign, measured)
+    return benchmark_result(_raw_benchmark(benchmark, measured), policy,
+                            f"campaign {campaign.id}")
+
+
+def campaign_policy(campaign: LabCampaign, measured: Sequence[StoredSample]) -> RunPolicy:
+    pairs = len({s.pair_index for s in measured})
+    return RunPolicy(runs_per_kernel=pairs, order="randomized pairs (AB or BA, seeded)",
+                     sequential=True, k_min=campaign.k_min, k_max=campaign.k_max,
+                     delta=COUNTER_DELTA)
+
+
+def result_json(campaign: LabCampaign, judged: BenchmarkResult) -> dict[str, Any]:
+    """What the `result` column caches for the status page."""
+    pairs = len({s.pair_index for s in campaign.samples if not s.warmup})
+    return {
+        "pairs": pairs,
+        "stopped_early": pairs < campaign.k_max,
+        "metrics": [m.as_dict() for m in judged.metrics],
+        "not_compared": list(judged.not_compared),
+    }
+
+
+def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:
+    """The recorded-results shape (bot.report.results_file) of a campaign's samples."""
+    names = list(dict.fromkeys(s.metric for s in samples))
+    metrics = []
+    for name in names:
+        try:
+            spec = benchmark.metric(name)
+            higher, delta, secondary = spec.higher_is_better, spec.delta, not spec.main
+        except KeyError:  # a reclaim counter: no direction is better in general
+            higher, delta, secondary = None, COUNTER_DELTA, True
+        side = {k: sorted((s for s in samples if s.metric == name and s.kernel == k),
+                          key=lambda s: 2 * s.pair_index + s.position) for k in (BASE, PATCHED)}
+        if not side[BASE] or not side[PATCHED]:
+            continue
+        metrics.append({
+            "name": name, "unit": side[BASE][0].unit, "higher_is_better": higher,
+            "delta": delta, "secondary": secondary,
+            "base": [s.value for s in side[BASE]], "patched": [s.value for s in side[PATCHED]],
+            "base_positions": [2 * s.pair_index + s.position for s in side[BASE]],
+            "patched_positions": [2 * s.pair_index + s.position for s in side[PATCHED]],
+        })
+    return {"name": benchmark.name, "parameters": dict(benchmark.parameters), "metrics": metrics}
+
+
+def _stored_boots(rows: Sequence[LabSample]) -> dict[tuple[str, int, int], tuple[Sample, ...]]:
+    boots: dict[tuple[str, int, int], list[Sample]] = {}
+    for r in rows:
+        boots.setdefault((r.kernel, r.pair_index, r.position), []).append(Sample(
+            metric=r.metric, value=r.value, unit=r.unit, kernel=r.kernel,
+            pair_index=r.pair_index, position=r.position, host=r.host, boot_id=r.boot_id,
+            accel=r.accel, time=r.time, warmup=r.warmup))
+    return {key: tuple(samples) for key, samples in boots.items()}
+
+
+def _row(campaign_id: int, s: Sample, warmup: bool) -> LabSample:
+    return LabSample(campaign_id=campaign_id, metric=s.metric, value=s.value, unit=s.unit,
+                     kernel=s.kernel, pair_index=s.pair_index, position=s.position, host=s.host,
+                     boot_id=s.boot_id, accel=s.accel, time=s.time, warmup=warmup)
+
+
+def _finish(db: Database, campaign_id: int, benchmark: Benchmark, *,
+            error: str | None = None, orders: list[str] | None = None) -> LabCampaign:
+    with db.session() as session:
+        campaign = session.get(LabCampaign, campaign_id)
+        assert campaign is not None
+        campaign.finished_at = utcnow()
+        campaign.error = error
+        campaign.state = "failed" if error else "done"
+        if orders is not None:
+            campaign.orders = orders
+        if error is None:
+            campaign.result = result_json(campaign, judge_campaign(campaign, benchmark))
+        session.flush()
+        _ = campaign.samples
+        session.expunge_all()
+        return campaign
+
+
+def campaign_ids(db: Database, run_id: int) -> list[int]:
+    with db.session() as session:
+        return list(session.scalars(sa.select(LabCampaign.id).where(LabCampaign.run_id == run_id)
+                                    .order_by(LabCampaign.id)))
