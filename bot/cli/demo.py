@@ -1,4 +1,4 @@
-"""`lorelab demo`: run the main job on the embedded default and show the result."""
+"""`lorelab demo`: the main job on the embedded default, from a generated thread to a reply."""
 
 from __future__ import annotations
 
@@ -12,40 +12,25 @@ def register(app: typer.Typer) -> None:
     app.command("demo")(demo)
 
 
-def demo(as_json: bool = typer.Option(False, "--json", help="Print the series as JSON.")) -> None:
-    """Make a series thread with git, ingest it and the seed mails, and show the series."""
-    import sqlalchemy as sa
-
-    from bot.cli.query import print_series_table, quarantine_rows
-    from bot.db.models import Message
-    from bot.db.session import Database
+def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
+    """Review a generated series on the stand-in tree end to end, and print the reply."""
+    from bot.cli.review import _progress, print_outcome
     from bot.demo.run import run_demo
-    from bot.series.views import all_series
 
-    result = run_demo(data_dir())
-    db = Database(result.database_url)
-    with db.session() as session:
-        series = all_series(session)
-        quarantined = quarantine_rows(session)
-        kinds = dict(
-            session.execute(sa.select(Message.kind, sa.func.count()).group_by(Message.kind)).all()
-        )
-    if as_json:
-        emit_json({"ingest": result.summary.to_dict(), "kinds": kinds, "series": series})
-        return
     out = stdout_console()
-    s = result.summary
-    out.print(
-        f"ingested {s.read} mails into {result.database_url}: stored {s.stored}, "
-        f"quarantined {s.quarantined}"
-    )
-    out.print("stored: " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())))
-    print_series_table(series)
-    for q in quarantined:
-        out.print(f"[yellow]quarantined[/] {q['source']}: {q['reason']}")
-    if quarantined:
-        out.print("(`lorelab claims FILE` still reads such excerpts for their benchmark claims)")
-    out.print(
-        f"explore: LORELAB_DATABASE_URL={result.database_url} lorelab series show 1",
-        soft_wrap=True,
-    )
+    with _progress(out, quiet=as_json) as on_ingested:
+        result = run_demo(data_dir(), on_ingested=on_ingested)
+    outcome = result.review
+    if as_json:
+        emit_json({"database": result.database_url, "config": str(result.config),
+                   "seeds": result.seeds.to_dict(), "ingest": outcome.ingest.to_dict(),
+                   "run": outcome.run_id, "series_version": outcome.series_version_id,
+                   "title": outcome.title, "verdict": outcome.verdict_class,
+                   "steps": outcome.steps, "reply_state": outcome.reply_state,
+                   "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
+        return
+    print_outcome(out, outcome)
+    out.print()
+    out.print(f"everything is in {result.database_url}; look around with:", soft_wrap=True)
+    out.print(f"  lorelab -c {result.config} serve      # the status page", soft_wrap=True)
+    out.print(f"  lorelab -c {result.config} runs show {outcome.run_id}", soft_wrap=True)

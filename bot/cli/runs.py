@@ -33,6 +33,7 @@ WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="Wait for the run and 
 def register(app: typer.Typer) -> None:
     app.command("apply")(apply_command)
     app.command("build")(build_command)
+    app.command("retest")(retest_command)
     app.add_typer(runs_app, name="runs")
 
 
@@ -50,6 +51,8 @@ def run_dict(run: Run, version: SeriesVersion | None = None) -> dict[str, Any]:
         "series_id": version.series_id if version else None,
         "version": version.version if version else None,
         "title": version.title if version else None,
+        "trigger": run.trigger, "benchmarks": list(run.benchmarks or []),
+        "lab_host": run.runner,
         "requested_base": run.requested_base, "base_commit": run.base_commit,
         "base_reason": run.base_reason, "patched_commit": run.patched_commit,
         "created_at": run.created_at.isoformat(), "updated_at": run.updated_at.isoformat(),
@@ -105,7 +108,7 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
         steps.LISTENERS.append(listener)
     try:
         with db.session() as session:
-            dispatch(session.get(Run, run_id))  # type: ignore[arg-type]
+            dispatch(session.get(Run, run_id), config)  # type: ignore[arg-type]
     finally:
         if listener is not None:
             steps.LISTENERS.remove(listener)
@@ -115,6 +118,8 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
 
 
 def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
+    from workers.pipeline import FINISHED
+
     seen: dict[str, str] = {}
     while True:
         with db.session() as session:
@@ -126,8 +131,7 @@ def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
                     if not quiet and step.state != "queued":
                         where = f" on {step.host}" if step.host else ""
                         console.print(f"  {step.name}: {step.state}{where}")
-            if run.state in ("done", "failed") and all(
-                    s.state in ("done", "failed") for s in run.steps):
+            if run.state in FINISHED and all(s.state != "running" for s in run.steps):
                 return
         time.sleep(poll)
 
@@ -235,8 +239,46 @@ def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = 
         run.state = "queued"
     _configure_workers()
     with db.session() as session:
-        dispatch(session.get(Run, run_id))  # type: ignore[arg-type]
+        dispatch(session.get(Run, run_id), settings())  # type: ignore[arg-type]
     eager = not settings().celery.broker_url
     if wait and not eager:
         _wait(db, run_id, quiet=as_json)
     _finish(db, run_id, as_json, waited=wait or eager)
+
+
+def retest_command(run_id: int = typer.Argument(..., help="The run to do again."),
+                   wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """Run a series again as an earlier run did (same version, tree, base and benchmarks)."""
+    from workers.pipeline import dispatch, retest_run
+
+    db = open_database()
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        new_id = retest_run(session, run, trigger="retest").id
+    if not as_json:
+        console.print(f"run {new_id}: a retest of run {run_id}")
+    _configure_workers()
+    with db.session() as session:
+        dispatch(session.get(Run, new_id), settings())  # type: ignore[arg-type]
+    eager = not settings().celery.broker_url
+    if wait and not eager:
+        _wait(db, new_id, quiet=as_json)
+    _finish(db, new_id, as_json, waited=wait or eager)
+
+
+@runs_app.command("cancel")
+def runs_cancel(run_id: int = typer.Argument(..., help="Run id."),
+                as_json: bool = JSON_OPTION) -> None:
+    """Stop a run: its queued steps will not start (a running step finishes its work)."""
+    from workers.pipeline import cancel_run
+
+    db = open_database()
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        if run is None:
+            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        if not cancel_run(session, run):
+            raise UserError(f"run {run_id} has {run.state} already; nothing to cancel")
+    _finish(db, run_id, as_json, waited=False)

@@ -91,7 +91,14 @@ def ingest_pi_git(
 def run_service(
     once: bool = typer.Option(False, "--once", help="Poll every source once and exit."),
 ) -> None:
-    """Poll every configured [[sources]] on its interval until SIGTERM."""
+    """Follow every configured list: poll, plan and run reviews, act on commands, reply.
+
+    Polls each \\[\\[sources]] on its interval until SIGTERM; after each round the automatic
+    pipeline plans review runs for new series, dispatches them and delivers due replies."""
+    import datetime as dt
+
+    from bot.automatic import dispatch_runs, run_round, unstarted_runs
+    from bot.db.models import utcnow
     from bot.ingest.service import run, stop_on_signals
 
     _logging()
@@ -101,7 +108,16 @@ def run_service(
     db = open_database()
     stop = threading.Event()
     stop_on_signals(stop)
-    run(db, cfg, stop=stop, once=once)
+    # Runs committed but never sent to the workers (a crash in between) go out now.
+    dispatch_runs(db, cfg, unstarted_runs(db))
+    since = [utcnow() - dt.timedelta(days=1)]
+
+    def after_polls() -> None:
+        started = utcnow()
+        run_round(db, cfg, since[0])
+        since[0] = started
+
+    run(db, cfg, stop=stop, once=once, after_polls=after_polls)
 
 
 def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:

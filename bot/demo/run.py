@@ -1,28 +1,40 @@
 """`lorelab demo`: the main job on the embedded default, with nothing to set up.
 
-For now (the foundation), it makes a small series thread with real git (v1, a review, v2),
-puts it beside the three seed messages from the lists, ingests all of it into a fresh SQLite
-database and returns what a maintainer would look at. Later stages grow it into a full review.
+It makes the stand-in kernel tree (the reclaim simulator of bot.demo.simtree, built by make like
+a kernel), posts a two-patch series that batches the simulator's reclaim counter updates (which
+really makes it faster) as a linux-mm thread made with real git, and reviews that thread end to
+end: ingest, apply, build base and patched, run the simulator in interleaved pairs on the local
+runner, decide, and write the reply to the outbox. The three seed messages from the lists are
+ingested beside it. Everything lives in a fresh SQLite database and work directory under
+`data_dir/demo`, so the status page (`lorelab serve`) can show the run afterwards.
 """
 
 from __future__ import annotations
 
-import tempfile
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.config import IngestSettings
+from bot.config import Settings
 from bot.db.session import Database, ensure_schema
 from bot.demo import SEED_DIR
-from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
+from bot.demo.simtree import batch_series_spec, make_sim_tree
+from bot.demo.threads import as_mbox, make_series
 from bot.ingest.sources import iter_mbox
 from bot.ingest.store import IngestSummary, ingest
+from bot.review import ReviewOutcome, review_thread
+from workers.lab.hosts import LabHostSettings
 
 SEED_FILES = (
     "lru_gen-batch-counters-reply.eml",
     "per-lruvec-lru_lock-cover-reply.txt",
     "vmscan-bailout-hackbench-reply.txt",
 )
+BENCHMARK = "reclaim-sim"
+# Operations per CPU per run: about a quarter of a second, long enough that the batching
+# series' gain stands out of the run-to-run noise on a shared machine.
+OPS = 3_000_000
 
 
 def seed_paths() -> list[Path]:
@@ -30,60 +42,43 @@ def seed_paths() -> list[Path]:
     return [SEED_DIR / name for name in SEED_FILES]
 
 
-def demo_thread(workdir: Path) -> list[bytes]:
-    """A v1 series with a review, and its v2 threaded under it, made with real git."""
-    tree = make_tree(workdir / "linux")
-    v1spec = SeriesSpec(
-        title="mm/vmscan: batch lru_gen counter updates", patches=3, change_id="20261130-lru-batch"
-    )
-    v1 = make_series(tree, v1spec)
-    review = make_reply(
-        v1[2],
-        author=("Rita Reviewer", "rita@example.org"),
-        body="Assuming it's not noise, this looks good to me.",
-        trailers=["Reviewed-by: Rita Reviewer <rita@example.org>"],
-    )
-    v2spec = SeriesSpec(
-        title="mm/vmscan: batch lru_gen counter updates",
-        patches=3,
-        version=2,
-        change_id="20261130-lru-batch",
-        same_changes_as=v1spec,
-        revised=(1,),
-        in_reply_to=_msgid(v1[0]),
-    )
-    return [*v1, review, *make_series(tree, v2spec)]
-
-
-def _msgid(raw: bytes) -> str:
-    for line in raw.decode("utf-8", "replace").splitlines():
-        if line.lower().startswith("message-id:"):
-            return line.split(":", 1)[1].strip()
-    raise ValueError("generated message without Message-ID")
-
-
 @dataclass
 class DemoResult:
     database_url: str
-    summary: IngestSummary
+    config: Path  # settings that point `lorelab` at the demo's database and outbox
+    seeds: IngestSummary
+    review: ReviewOutcome
 
 
-def run_demo(data_dir: Path) -> DemoResult:
-    """Ingest the demo thread and the seeds into a fresh database under `data_dir`."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    db_path = data_dir / "demo.db"
-    for stale in data_dir.glob("demo.db*"):
-        stale.unlink()
-    url = f"sqlite:///{db_path}"
-    db = Database(url)
+def demo_settings(root: Path) -> Settings:
+    settings = Settings()
+    settings.database.url = f"sqlite:///{root / 'demo.db'}"
+    settings.build.work_dir = str(root / "build")
+    settings.build.base_config = "defconfig"
+    settings.lab_hosts = [LabHostSettings(name="local", runner="local")]
+    return settings
+
+
+def run_demo(data_dir: Path, on_ingested: Callable[[IngestSummary, str], None] | None = None
+             ) -> DemoResult:
+    """Review the demo series in a fresh database under `data_dir/demo`."""
+    root = data_dir / "demo"
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    settings = demo_settings(root)
+    db = Database(settings.database.url)
     ensure_schema(db.engine)
-    summary = IngestSummary()
-    with tempfile.TemporaryDirectory(prefix="lorelab-demo-") as tmp:
-        mbox = Path(tmp) / "demo.mbox"
-        mbox.write_bytes(as_mbox(demo_thread(Path(tmp))))
-        settings = IngestSettings()
-        summary.add(ingest(db, iter_mbox(mbox), settings=settings, list_name="linux-mm"))
-        for seed in seed_paths():
-            summary.add(ingest(db, iter_mbox(seed), settings=settings, list_name="linux-mm"))
+    seeds = IngestSummary()
+    for seed in seed_paths():
+        seeds.add(ingest(db, iter_mbox(seed), settings=settings.ingest, list_name="linux-mm"))
+    tree = make_sim_tree(root / "linux")
+    mbox = root / "series.mbox"
+    mbox.write_bytes(as_mbox(make_series(tree, batch_series_spec())))
+    outcome = review_thread(db, settings, str(mbox), tree_path=str(tree),
+                            benchmarks=[f"{BENCHMARK}:ops={OPS}"], on_ingested=on_ingested)
+    config = root / "config.toml"
+    config.write_text(f'[database]\nurl = "{settings.database.url}"\n\n'
+                      f'[build]\nwork_dir = "{settings.build.work_dir}"\n')
     db.dispose()
-    return DemoResult(url, summary)
+    return DemoResult(settings.database.url, config, seeds, outcome)

@@ -68,8 +68,12 @@ def run(
     once: bool = False,
     sources: Sequence[SourceSettings] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    after_polls: Callable[[], None] | None = None,
 ) -> None:
-    """Poll each source when it is due until `stop` is set (or once each, with `once`)."""
+    """Poll each source when it is due until `stop` is set (or once each, with `once`).
+
+    `after_polls` runs after every round in which a source was polled (the automatic pipeline);
+    an error in it is logged and the loop goes on."""
     stop = stop or threading.Event()
     configured = list(settings.sources if sources is None else sources)
     if not configured:
@@ -77,12 +81,19 @@ def run(
         return
     due = [_Due(make_source(cfg), float(cfg.interval)) for cfg in configured]
     while not stop.is_set():
+        polled = False
         for item in due:
             if stop.is_set():
                 break
             if clock() >= item.next_at:
                 poll_source(db, settings, item.source)
                 item.next_at = clock() + item.interval
+                polled = True
+        if polled and after_polls is not None:
+            try:
+                after_polls()
+            except Exception:  # noqa: BLE001 - the next round retries; ingest must go on
+                log.exception("the pipeline round after the polls failed; will retry")
         if once:
             return
         stop.wait(max(0.0, min(item.next_at for item in due) - clock()))

@@ -1,0 +1,98 @@
+"""`lorelab review THREAD --tree PATH`: the main job, one thread from mail to reply.
+
+Progress is printed per stage as it happens; the reply is printed at the end (and is in the
+outbox); the exit status says what was found (bot.review.EXIT_CODES).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import typer
+
+from bot.cli.context import UserError, emit_json, settings, stdout_console
+from bot.cli.database import open_database
+
+
+def register(app: typer.Typer) -> None:
+    app.command("review")(review)
+
+
+def review(
+    thread: str = typer.Argument(..., help="An mbox file, a lore URL, or a message-id."),
+    tree: str = typer.Option(None, "--tree", help="The kernel git tree to apply to "
+                             "(default: the first [[trees]] entry)."),
+    bench: str = typer.Option(None, "--bench", help="Benchmarks, comma-separated "
+                              "(default: the suite watching the touched files)."),
+    runner: str = typer.Option(None, "--runner", help="The lab host to run on "
+                               "(a [[lab_hosts]] name; default: the first)."),
+    base: str = typer.Option(None, "--base", help="Apply on this revision instead of choosing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Review one thread end to end: fetch, apply, build, benchmark, decide, reply."""
+    from bot.review import ReviewError, review_thread
+
+    config = settings()
+    db = open_database()
+    out = stdout_console()
+    with _progress(out, quiet=as_json) as on_ingested:
+        try:
+            outcome = review_thread(db, config, thread, tree_path=tree,
+                                    benchmarks=_names(bench), runner=runner, base=base,
+                                    on_ingested=on_ingested)
+        except ReviewError as exc:
+            raise UserError(str(exc)) from None
+    if as_json:
+        emit_json({"run": outcome.run_id, "series_version": outcome.series_version_id,
+                   "title": outcome.title, "version": outcome.version, "state": outcome.state,
+                   "verdict": outcome.verdict_class, "exit_code": outcome.exit_code,
+                   "reply_state": outcome.reply_state, "steps": outcome.steps,
+                   "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
+    else:
+        print_outcome(out, outcome)
+    raise typer.Exit(outcome.exit_code)
+
+
+def print_outcome(out, outcome) -> None:  # type: ignore[no-untyped-def]
+    out.print(f"run {outcome.run_id}: {outcome.verdict_class} "
+              f"(exit status {outcome.exit_code})")
+    if outcome.reply is None:
+        out.print("no reply: " + (next((s["error"] for s in outcome.steps if s["error"]), "")
+                                  or "nothing to report"))
+        return
+    out.print(f"reply ({outcome.reply_state}; `lorelab outbox list` shows it):")
+    out.print("-" * 72)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(outcome.reply)
+    sys.stdout.flush()
+
+
+def _names(text: str | None) -> list[str]:
+    from workers.benchmarks.spec import split_specs
+
+    return split_specs(text or "")
+
+
+@contextmanager
+def _progress(out, quiet: bool) -> Iterator:  # type: ignore[no-untyped-def, type-arg]
+    """Print each stage as it starts and ends (eager mode runs them in this process)."""
+    from workers import steps
+
+    def ingested(summary, title: str) -> None:  # type: ignore[no-untyped-def]
+        if not quiet:
+            out.print(f"ingest: {summary.read} mails, {summary.stored} new; reviewing {title}")
+
+    def listener(run: int, name: str, state: str) -> None:
+        boot = re.search(r"boot (\d+) of", state)
+        # Every boot is a notification; every tenth is enough to show progress.
+        if not quiet and (boot is None or int(boot[1]) % 10 == 0):
+            out.print(f"{name}: {state}")
+
+    steps.LISTENERS.append(listener)
+    try:
+        yield ingested
+    finally:
+        steps.LISTENERS.remove(listener)

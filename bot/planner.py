@@ -1,0 +1,84 @@
+"""The automatic pipeline's planner: which new series versions get a review run, and where.
+
+A version is planned once: when it is complete, recent, and touches a path a suite watches
+(bot.suites). Its tree is the first whose `list_branches` names one of the version's lists, else
+the first tree. A newer version of the same series supersedes the older one's unfinished runs,
+so the lab never spends hours on a version nobody will merge.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
+from bot.suites import suite_for
+
+
+@dataclass(frozen=True)
+class Planned:
+    run_id: int
+    series_version_id: int
+    suite: str
+    superseded: tuple[int, ...]  # run ids of older versions stopped for this one
+
+
+def plan_new_versions(session: Session, settings: Settings,
+                      now: dt.datetime | None = None) -> list[Planned]:
+    """Create review runs for the versions that need one (committed by the caller)."""
+    from workers.pipeline import cancel_run, create_run
+
+    if not settings.plan.auto or not settings.trees:
+        return []
+    now = now or utcnow()
+    horizon = now - dt.timedelta(days=settings.plan.max_age_days)
+    has_run = sa.select(Run.id).where(Run.series_version_id == SeriesVersion.id,
+                                      Run.kind == "review").exists()
+    candidates = session.scalars(
+        sa.select(SeriesVersion).where(SeriesVersion.complete.is_(True), ~has_run,
+                                       sa.or_(SeriesVersion.date.is_(None),
+                                              SeriesVersion.date >= horizon))
+        .order_by(SeriesVersion.id)).all()
+    planned = []
+    for version in candidates:
+        paths = [f["path"] for p in version.patches for f in (p.message.files or [])
+                 if f.get("path")]
+        suite = suite_for(settings.suites, paths)
+        if suite is None:
+            continue
+        superseded = []
+        for older in _older_versions(session, version):
+            for run in older_runs(session, older):
+                if cancel_run(session, run, state="superseded"):
+                    superseded.append(run.id)
+        run = create_run(session, version, kind="review", tree=tree_for(session, settings, version),
+                         benchmarks=list(suite.benchmarks), runner=suite.lab_host or None,
+                         trigger="auto")
+        planned.append(Planned(run.id, version.id, suite.name, tuple(superseded)))
+    return planned
+
+
+def older_runs(session: Session, version_id: int) -> list[Run]:
+    return list(session.scalars(sa.select(Run).where(Run.series_version_id == version_id)))
+
+
+def _older_versions(session: Session, version: SeriesVersion) -> list[int]:
+    return list(session.scalars(sa.select(SeriesVersion.id).where(
+        SeriesVersion.series_id == version.series_id, SeriesVersion.id != version.id,
+        SeriesVersion.version < version.version)))
+
+
+def tree_for(session: Session, settings: Settings, version: SeriesVersion) -> str:
+    """The tree a version is tested on (also for `#lorelab test`, bot.command_handler)."""
+    lists = set(session.scalars(
+        sa.select(MailingList.name).join(MessageList, MessageList.list_id == MailingList.id)
+        .join(Patch, Patch.message_id == MessageList.message_id)
+        .where(Patch.series_version_id == version.id)))
+    for tree in settings.trees:
+        if lists & set(tree.list_branches):
+            return tree.name
+    return settings.trees[0].name

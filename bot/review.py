@@ -1,0 +1,204 @@
+"""The main job: review one thread end to end (fetch, assemble, apply, build, bench, reply).
+
+`lorelab review` and `lorelab demo` call `review_thread`; the automatic pipeline reaches the
+same run steps through Celery. The thread comes from a local mbox, a lore URL, or a message-id
+looked up on the configured lore base. The outcome's `verdict_class` is what the command's exit
+status reports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.config import Settings
+from bot.db.models import Message, OutboxReply, Patch, Run, SeriesVersion
+from bot.db.session import Database
+from bot.ingest.sources import RawMail, iter_mbox
+from bot.ingest.store import IngestSummary, ingest
+from bot.plan import TreeSettings, tree_at
+
+DEFAULT_LORE = "https://lore.kernel.org/all"
+_LORE_URL = re.compile(r"^(https?://[^/]+(?:/[^/]+)?)/([^/]+@[^/]+)(?:/.*)?$")
+
+# Exit statuses of `lorelab review`, by what the run found (README, "The main job").
+EXIT_CODES = {"no change": 0, "improvement": 10, "regression": 11, "does not apply": 12,
+              "does not build": 13, "not benchmarked": 14}
+
+
+class ReviewError(ValueError):
+    """A thread or tree that cannot be reviewed; the text says what to do."""
+
+
+@dataclass
+class ReviewOutcome:
+    run_id: int
+    series_version_id: int
+    title: str
+    version: int
+    state: str  # the run's state
+    verdict_class: str  # a key of EXIT_CODES
+    reply: bytes | None  # the reply as stored in the outbox (sent or waiting)
+    reply_state: str | None
+    ingest: IngestSummary = field(default_factory=IngestSummary)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.verdict_class]
+
+
+def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail], str | None]:
+    """The thread's mails and the message-id asked for (None for a whole mbox file)."""
+    path = Path(ref)
+    if path.exists():
+        return list(iter_mbox(path)), None
+    from bot.ingest.lore import LoreSource
+
+    match = _LORE_URL.match(ref)
+    if match:
+        base, msgid = match[1], match[2]
+    elif "@" in ref and "/" not in ref:
+        base, msgid = lore_base, ref.strip().strip("<>")
+    else:
+        raise ReviewError(f"{ref!r} is neither a file, a lore URL nor a message-id")
+    raws = LoreSource(base, None).thread(msgid)
+    if not raws:
+        raise ReviewError(f"{base} has no thread with <{msgid}>")
+    return [RawMail(raw, f"lore:{base}/{msgid}#{i}") for i, raw in enumerate(raws, 1)], msgid
+
+
+def tree_for(settings: Settings, path: str | None) -> TreeSettings:
+    """The configured tree at `path`, or one named by the path (bot.plan.tree_at)."""
+    if path is None:
+        if settings.trees:
+            return settings.trees[0]
+        raise ReviewError("no kernel tree: pass --tree PATH or add a [[trees]] table")
+    for tree in settings.trees:
+        if Path(tree.path).resolve() == Path(path).resolve():
+            return tree
+    try:
+        return tree_at(path)
+    except ValueError as exc:
+        raise ReviewError(f"{exc}; --tree needs a kernel git tree") from None
+
+
+def find_version(session: sa.orm.Session, msgids: Iterable[str],
+                 asked: str | None) -> SeriesVersion:
+    """The series version to review: the one holding `asked`, else the newest complete one
+    among the thread's messages."""
+    wanted = [asked] if asked else list(msgids)
+    rows = session.scalars(
+        sa.select(SeriesVersion).join(Patch, Patch.series_version_id == SeriesVersion.id)
+        .join(Message, Message.id == Patch.message_id).where(Message.msgid.in_(wanted))
+    ).unique().all()
+    if not rows and asked:
+        rows = session.scalars(sa.select(SeriesVersion).where(
+            SeriesVersion.anchor_msgid == asked)).all()
+        if rows:  # the cover letter: take the newest version of its series
+            rows = list(rows[0].series.versions)
+    complete = [v for v in rows if v.complete]
+    if not complete:
+        raise ReviewError("no complete patch series in that thread"
+                          + (f" ({len(rows)} incomplete)" if rows else ""))
+    return max(complete, key=lambda v: (v.version, v.id))
+
+
+def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str | None,
+                  benchmarks: list[str] | None = None, runner: str | None = None,
+                  base: str | None = None,
+                  on_ingested: Callable[[IngestSummary, str], None] | None = None
+                  ) -> ReviewOutcome:
+    """Fetch and ingest the thread, then apply, build, bench and report it as one run.
+
+    With the embedded default (no broker) every step runs here, now; with a broker the steps go
+    to the workers and this waits for the run to finish."""
+    from workers.pipeline import create_run, dispatch
+
+    mails, asked = thread_mails(ref, settings.ingest.lore_url or DEFAULT_LORE)
+    tree = tree_for(settings, tree_path)
+    summary = ingest(db, mails, settings=settings.ingest, known_lists=settings.lists)
+    msgids = [_msgid(m.data) for m in mails]
+    with db.session() as session:
+        version = find_version(session, [m for m in msgids if m], asked)
+        run = create_run(session, version, kind="review", tree=tree.name, base=base,
+                         benchmarks=benchmarks or [], runner=runner, trigger="cli")
+        run_id, title, number = run.id, version.title, version.version
+    if on_ingested is not None:
+        on_ingested(summary, f"{title} (v{number})")
+    import workers.app
+
+    workers.app.configure(settings)
+    with db.session() as session:
+        dispatch(session.get(Run, run_id), settings)  # type: ignore[arg-type]
+    if settings.celery.broker_url:
+        wait_for_run(db, run_id)
+    outcome = run_outcome(db, run_id)
+    outcome.ingest = summary
+    return outcome
+
+
+def wait_for_run(db: Database, run_id: int, poll: float = 0.5) -> None:
+    import time
+
+    from workers.pipeline import FINISHED
+
+    while True:
+        with db.session() as session:
+            run = session.get(Run, run_id)
+            assert run is not None
+            if run.state in FINISHED and all(s.state != "running" for s in run.steps):
+                return
+        time.sleep(poll)
+
+
+def run_outcome(db: Database, run_id: int) -> ReviewOutcome:
+    """What a finished review run found, its reply, and its verdict class."""
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        version = session.get(SeriesVersion, run.series_version_id)
+        assert version is not None
+        steps = {s.name: s for s in run.steps}
+        report = steps.get("report")
+        reply_id = report.result.get("reply") if report is not None else None
+        row = session.get(OutboxReply, reply_id) if reply_id else None
+        verdict = _verdict_class(session, run, steps)
+        return ReviewOutcome(
+            run_id=run.id, series_version_id=version.id, title=version.title,
+            version=version.version, state=run.state, verdict_class=verdict,
+            reply=bytes(row.raw) if row else None, reply_state=row.state if row else None,
+            steps=[{"name": s.name, "state": s.state, "error": s.error,
+                    "seconds": (s.finished_at - s.started_at).total_seconds()
+                    if s.finished_at and s.started_at else None} for s in run.steps])
+
+
+def _verdict_class(session: sa.orm.Session, run: Run, steps: dict[str, Any]) -> str:
+    from bot.db.models import LabCampaign
+
+    if steps["apply"].state != "done":
+        return "does not apply"
+    if any(steps[n].state != "done" or not steps[n].result.get("ok")
+           for n in ("build-base", "build-patched")):
+        return "does not build"
+    if steps["bench"].state != "done":
+        return "not benchmarked"
+    verdicts = {m["verdict"] for c in session.scalars(
+        sa.select(LabCampaign).where(LabCampaign.run_id == run.id, LabCampaign.state == "done"))
+        for m in c.result.get("metrics", []) if not m["secondary"]}
+    if "regression" in verdicts:
+        return "regression"
+    if "improvement" in verdicts:
+        return "improvement"
+    return "no change"
+
+
+def _msgid(raw: bytes) -> str | None:
+    head = raw.split(b"\n\n", 1)[0].decode("utf-8", "replace")
+    match = re.search(r"(?im)^message-id:\s*<?([^>\s]+)>?", head)
+    return match[1] if match else None
