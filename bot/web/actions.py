@@ -1,0 +1,83 @@
+"""What an admin may do from the status site: approve a reply, retest or cancel a run.
+
+Each action checks the admin token first (`check_token`), then changes rows in the caller's
+session through the same functions the CLI uses (bot.report.outbox, workers.pipeline); the
+caller commits. A retest's steps are sent to Celery only after that commit (`dispatch`), so a
+worker never looks for a run that is not there yet.
+"""
+
+from __future__ import annotations
+
+import hmac
+
+from sqlalchemy.orm import Session
+
+from bot.config import Settings
+from bot.db.models import OutboxReply, Run
+from bot.db.session import Database
+from bot.report import outbox
+from workers import pipeline
+
+
+class ActionError(Exception):
+    """An action that cannot be done; `status` is the HTTP status that says why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+DISABLED = ("admin actions are disabled: set [web] admin_token in the config file "
+            "(or LORELAB_WEB_ADMIN_TOKEN) and restart `lorelab serve`")
+
+
+def check_token(configured: str, given: str | None) -> None:
+    """403 when no token is configured, 401 when the given one is missing or wrong."""
+    if not configured:
+        raise ActionError(403, DISABLED)
+    if not given or not hmac.compare_digest(given.encode(), configured.encode()):
+        raise ActionError(401, "this action needs the admin token ([web] admin_token)")
+
+
+def _run(session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise ActionError(404, f"no run {run_id}")
+    return run
+
+
+def approve_reply(session: Session, reply_id: int, by: str) -> OutboxReply:
+    """pending-approval -> queued: the sender delivers it on its next pass."""
+    row = session.get(OutboxReply, reply_id)
+    if row is None:
+        raise ActionError(404, f"no reply {reply_id}")
+    try:
+        outbox.approve(session, row, by)
+    except outbox.OutboxError as exc:
+        raise ActionError(409, str(exc)) from None
+    return row
+
+
+def retest(session: Session, run_id: int) -> Run:
+    """A new run like `run_id`, queued; send it with `dispatch` after committing."""
+    return pipeline.retest_run(session, _run(session, run_id), trigger="web")
+
+
+def cancel(session: Session, run_id: int) -> Run:
+    run = _run(session, run_id)
+    if not pipeline.cancel_run(session, run):
+        raise ActionError(409, f"run {run_id} has finished ({run.state}): nothing to cancel")
+    return run
+
+
+def dispatch(db: Database, settings: Settings, run_id: int) -> None:
+    """Send a committed run's steps to Celery (eager mode: run them here, now)."""
+    import workers.app  # Celery costs a third of a second: only when a run is sent
+
+    workers.app.configure(settings)
+    with db.session() as session:
+        run = session.get(Run, run_id)
+        assert run is not None
+        list(run.steps)  # loaded while the session is open; dispatch only reads them
+    pipeline.dispatch(run, settings)

@@ -1,0 +1,625 @@
+"""Read-side queries of the status site: plain dataclasses shared by the pages and the JSON API.
+
+Nothing here writes. The front page shows one row per series: its latest version and the
+series' latest run (by id), with the state of each stage of that run (apply, build, bench,
+report) and of the newest reply the bot wrote for the run's version. The series page adds every
+version, run, step, campaign and reply. Lab campaign results are shown as stored by the bench
+step (`LabCampaign.result`); `verdict_rows` reads them for the verdict tables.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email
+import email.policy
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, selectinload
+
+from bot.config import Settings
+from bot.db.models import (
+    LabCampaign,
+    LabSample,
+    MailingList,
+    MessageList,
+    OutboxReply,
+    Patch,
+    Run,
+    RunStep,
+    Series,
+    SeriesVersion,
+)
+from bot.series.views import series_dict
+from bot.web.queues import queue_lengths
+from workers.lab.hosts import configured_hosts
+
+RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "superseded")
+NEVER_RUN = "none"  # the state filter's value for series no run was made for
+STAGES = ("apply", "build", "bench", "report", "reply")
+ACTIVE_CAMPAIGN_STATES = ("queued", "running")
+# When the steps of one stage differ (build-base done, build-patched failed), the stage shows
+# the first of these that any of them is in.
+_STATE_PRECEDENCE = ("failed", "running", "queued", "cancelled", "superseded")
+
+
+@dataclass
+class SeriesFilter:
+    """The front page's filters; empty strings match everything."""
+
+    list_name: str = ""
+    state: str = ""  # a run state, or NEVER_RUN
+    author: str = ""  # a substring of the author's name or address, any case
+
+
+@dataclass
+class Stage:
+    name: str  # apply, build, bench, report, reply
+    state: str | None  # None: the run has no such step (an apply-only run has no build)
+    detail: str = ""  # why it failed, or where it runs
+
+
+@dataclass
+class SeriesRow:
+    id: int
+    title: str
+    author_name: str
+    author_email: str
+    lists: list[str]
+    updated: dt.datetime
+    latest_version: int | None
+    versions: int
+    complete: bool  # the latest version has every patch
+    received: int
+    expected: int
+    run_id: int | None  # the series' latest run, on whichever version
+    run_version: int | None
+    run_kind: str | None
+    run_state: str | None
+    stages: list[Stage]
+    url: str
+
+
+@dataclass
+class StepView:
+    name: str
+    state: str
+    host: str | None
+    attempts: int
+    queued_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    seconds: float | None
+    error: str | None
+    result: dict[str, Any]
+    log_excerpt: str
+
+
+@dataclass
+class SampleView:
+    metric: str
+    value: float
+    unit: str
+    kernel: str  # "A" (base) or "B" (patched)
+    pair_index: int
+    position: int
+    slot: int  # the place in the campaign's run order: 2 * pair_index + position
+    host: str
+    boot_id: str
+    accel: str
+    time: dt.datetime
+    warmup: bool
+
+
+@dataclass
+class CampaignView:
+    id: int
+    run_id: int | None  # None: asked for with `lorelab bench`
+    benchmark: str
+    parameters: dict[str, Any]
+    kernel_a: str
+    kernel_b: str
+    host: str
+    runner: str
+    seed: int
+    warmup_pairs: int
+    k_min: int
+    k_max: int
+    orders: list[str]
+    state: str
+    error: str | None
+    # As the bench step stores it: {"pairs", "stopped_early", "metrics": [{"metric", "unit",
+    # "secondary", "direction", "verdict", "words", "change_pct", "ci_pct", "p", "base",
+    # "patched", "findings", "notes"}]}
+    result: dict[str, Any]
+    created_at: dt.datetime
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    url: str
+    samples: list[SampleView] | None = None  # None: not included in this answer
+
+
+@dataclass
+class RunView:
+    id: int
+    kind: str
+    state: str
+    tree: str
+    trigger: str
+    benchmarks: list[str]
+    runner: str | None
+    series_version_id: int
+    series_id: int | None
+    version: int | None
+    title: str | None
+    requested_base: str | None
+    base_commit: str | None
+    base_reason: str | None
+    patched_commit: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    steps: list[StepView]
+    campaigns: list[CampaignView]
+    url: str
+
+
+@dataclass
+class ReplyView:
+    id: int
+    kind: str
+    state: str
+    reason: str | None
+    subject: str
+    message_id: str
+    series_version_id: int | None
+    author: str
+    lists: list[str]
+    decided_by: str | None
+    created_at: dt.datetime
+    sent_at: dt.datetime | None
+    message: str  # the reply exactly as it is (or was) sent
+    text: str  # as a reader sees it: the main headers and the decoded body
+
+
+@dataclass
+class SeriesDetail:
+    series: dict[str, Any]  # the stable shape of `lorelab series show --json`
+    runs: list[RunView]  # newest first, every version
+    replies: list[ReplyView]  # newest first, every version
+
+
+@dataclass
+class QueueView:
+    name: str
+    length: int | None  # None: not known (eager mode, or the broker did not answer)
+    note: str  # what the length means, or why it is not known
+
+
+@dataclass
+class HostView:
+    name: str
+    runner: str
+    cpus: int
+    memory_mb: int
+    accel: str
+    address: str
+    queue: QueueView
+    campaigns: list[CampaignView]  # running or queued on this host
+
+
+@dataclass
+class HostsView:
+    broker: str  # the broker without credentials, or "" in eager mode
+    hosts: list[HostView]
+    queues: list[QueueView]  # every queue: git, build and one per lab host
+    recent_campaigns: list[CampaignView] = field(default_factory=list)
+
+
+@dataclass
+class SideStats:
+    n: int | None
+    median: float | None
+    robust_cv: float | None
+
+
+@dataclass
+class MetricVerdict:
+    """One row of a verdict table, read from a campaign's stored result."""
+
+    metric: str
+    unit: str
+    secondary: bool
+    direction: str
+    verdict: str
+    words: str
+    change_pct: float | None
+    ci_pct: tuple[float, float] | None
+    p: float | None
+    base: SideStats
+    patched: SideStats
+    findings: list[str]
+    notes: list[str]
+
+
+# ---------------------------------------------------------------------------------------------
+# The front page
+
+
+def list_names(session: Session) -> list[str]:
+    return sorted(session.scalars(sa.select(MailingList.name)))
+
+
+def _filtered(filters: SeriesFilter) -> sa.Select[tuple[Series]]:
+    query = sa.select(Series)
+    if filters.author:
+        needle = filters.author.lower()
+        query = query.where(sa.or_(
+            sa.func.lower(Series.author_name).contains(needle, autoescape=True),
+            sa.func.lower(Series.author_email).contains(needle, autoescape=True),
+        ))
+    if filters.list_name:
+        on_list = (
+            sa.select(Patch.id)
+            .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
+            .join(MessageList, MessageList.message_id == Patch.message_id)
+            .join(MailingList, MailingList.id == MessageList.list_id)
+            .where(SeriesVersion.series_id == Series.id, MailingList.name == filters.list_name)
+        )
+        query = query.where(on_list.exists())
+    if filters.state:
+        latest_run = (
+            sa.select(sa.func.max(Run.id))
+            .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
+            .where(SeriesVersion.series_id == Series.id)
+            .correlate(Series)  # also from inside the state's subquery below
+            .scalar_subquery()
+        )
+        if filters.state == NEVER_RUN:
+            query = query.where(latest_run.is_(None))
+        else:
+            state = sa.select(Run.state).where(Run.id == latest_run).scalar_subquery()
+            query = query.where(state == filters.state)
+    return query
+
+
+def series_rows(session: Session, filters: SeriesFilter, *, limit: int = 50, offset: int = 0,
+                base_url: str = "") -> list[SeriesRow]:
+    """The series that pass `filters`, most recently updated first."""
+    query = _filtered(filters).order_by(Series.updated_at.desc(), Series.id.desc())
+    series = list(session.scalars(query.limit(limit).offset(offset)))
+    if not series:
+        return []
+    ids = [s.id for s in series]
+    versions: dict[int, list[SeriesVersion]] = {i: [] for i in ids}
+    for version in session.scalars(
+        sa.select(SeriesVersion).where(SeriesVersion.series_id.in_(ids))
+        .order_by(SeriesVersion.version, SeriesVersion.id)
+    ):
+        versions[version.series_id].append(version)
+    version_by_id = {v.id: v for vs in versions.values() for v in vs}
+    latest_runs = _latest_runs(session, ids)
+    replies = _latest_replies(session, list(version_by_id))
+    lists = _lists_by_series(session, ids)
+    rows = []
+    for s in series:
+        latest = versions[s.id][-1] if versions[s.id] else None
+        run = latest_runs.get(s.id)
+        run_version = version_by_id[run.series_version_id] if run else latest
+        reply = replies.get(run_version.id) if run_version else None
+        rows.append(SeriesRow(
+            id=s.id, title=s.title, author_name=s.author_name, author_email=s.author_email,
+            lists=lists.get(s.id, []), updated=s.updated_at,
+            latest_version=latest.version if latest else None, versions=len(versions[s.id]),
+            complete=bool(latest and latest.complete),
+            received=latest.received if latest else 0, expected=latest.expected if latest else 0,
+            run_id=run.id if run else None,
+            run_version=run_version.version if run and run_version else None,
+            run_kind=run.kind if run else None, run_state=run.state if run else None,
+            stages=stages(run.steps if run else [], reply),
+            url=f"{base_url}/series/{s.id}",
+        ))
+    return rows
+
+
+def _latest_runs(session: Session, series_ids: list[int]) -> dict[int, Run]:
+    latest = (
+        sa.select(sa.func.max(Run.id))
+        .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
+        .where(SeriesVersion.series_id.in_(series_ids))
+        .group_by(SeriesVersion.series_id)
+    )
+    runs = session.scalars(
+        sa.select(Run).where(Run.id.in_(latest)).options(selectinload(Run.steps))
+    )
+    series_of = {version_id: series_id for version_id, series_id in session.execute(
+        sa.select(SeriesVersion.id, SeriesVersion.series_id)
+        .where(SeriesVersion.series_id.in_(series_ids))
+    )}
+    return {series_of[run.series_version_id]: run for run in runs}
+
+
+def _latest_replies(session: Session, version_ids: list[int]) -> dict[int, OutboxReply]:
+    newest: dict[int, OutboxReply] = {}
+    for reply in session.scalars(
+        sa.select(OutboxReply).where(OutboxReply.series_version_id.in_(version_ids))
+        .order_by(OutboxReply.id)
+    ):
+        assert reply.series_version_id is not None
+        newest[reply.series_version_id] = reply
+    return newest
+
+
+def _lists_by_series(session: Session, series_ids: list[int]) -> dict[int, list[str]]:
+    pairs = session.execute(
+        sa.select(SeriesVersion.series_id, MailingList.name)
+        .join(Patch, Patch.series_version_id == SeriesVersion.id)
+        .join(MessageList, MessageList.message_id == Patch.message_id)
+        .join(MailingList, MailingList.id == MessageList.list_id)
+        .where(SeriesVersion.series_id.in_(series_ids))
+        .distinct()
+    )
+    lists: dict[int, list[str]] = {}
+    for series_id, name in pairs:
+        lists.setdefault(series_id, []).append(name)
+    return {k: sorted(v) for k, v in lists.items()}
+
+
+def combined_state(states: list[str]) -> str | None:
+    """The state of a stage made of several steps (build: build-base and build-patched)."""
+    if not states:
+        return None
+    if len(set(states)) == 1:
+        return states[0]
+    return next((s for s in _STATE_PRECEDENCE if s in states), states[-1])
+
+
+def stages(steps: list[RunStep], reply: OutboxReply | None) -> list[Stage]:
+    """Each stage of a run, apply to reply: the state of its steps and what went wrong."""
+    by_stage: dict[str, list[RunStep]] = {}
+    for step in steps:
+        stage = "build" if step.name.startswith("build") else step.name
+        by_stage.setdefault(stage, []).append(step)
+    out = []
+    for name in STAGES[:-1]:
+        members = by_stage.get(name, [])
+        state = combined_state([s.state for s in members])
+        detail = "; ".join(s.error for s in members if s.error) or ", ".join(
+            sorted({s.host for s in members if s.host and s.state == "running"}))
+        out.append(Stage(name, state, detail))
+    out.append(Stage("reply", reply.state if reply else None,
+                     (reply.reason or "") if reply else ""))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A series, a run, a campaign
+
+
+def _seconds(step: RunStep) -> float | None:
+    if step.started_at and step.finished_at:
+        return round((step.finished_at - step.started_at).total_seconds(), 3)
+    return None
+
+
+def step_view(step: RunStep) -> StepView:
+    return StepView(
+        name=step.name, state=step.state, host=step.host, attempts=step.attempts,
+        queued_at=step.queued_at, started_at=step.started_at, finished_at=step.finished_at,
+        seconds=_seconds(step), error=step.error, result=dict(step.result or {}),
+        log_excerpt=step.log_excerpt,
+    )
+
+
+def sample_view(sample: LabSample) -> SampleView:
+    return SampleView(
+        metric=sample.metric, value=sample.value, unit=sample.unit, kernel=sample.kernel,
+        pair_index=sample.pair_index, position=sample.position,
+        slot=2 * sample.pair_index + sample.position, host=sample.host, boot_id=sample.boot_id,
+        accel=sample.accel, time=sample.time, warmup=sample.warmup,
+    )
+
+
+def campaign_view(campaign: LabCampaign, *, with_samples: bool = False,
+                  base_url: str = "") -> CampaignView:
+    return CampaignView(
+        id=campaign.id, run_id=campaign.run_id, benchmark=campaign.benchmark,
+        parameters=dict(campaign.parameters or {}), kernel_a=campaign.kernel_a,
+        kernel_b=campaign.kernel_b, host=campaign.host, runner=campaign.runner,
+        seed=campaign.seed, warmup_pairs=campaign.warmup_pairs, k_min=campaign.k_min,
+        k_max=campaign.k_max, orders=list(campaign.orders or []), state=campaign.state,
+        error=campaign.error, result=dict(campaign.result or {}),
+        created_at=campaign.created_at, started_at=campaign.started_at,
+        finished_at=campaign.finished_at, url=f"{base_url}/campaigns/{campaign.id}",
+        samples=[sample_view(s) for s in campaign.samples] if with_samples else None,
+    )
+
+
+def _run_view(run: Run, version: SeriesVersion | None, campaigns: list[LabCampaign],
+              base_url: str) -> RunView:
+    return RunView(
+        id=run.id, kind=run.kind, state=run.state, tree=run.tree, trigger=run.trigger,
+        benchmarks=list(run.benchmarks or []), runner=run.runner,
+        series_version_id=run.series_version_id,
+        series_id=version.series_id if version else None,
+        version=version.version if version else None, title=version.title if version else None,
+        requested_base=run.requested_base, base_commit=run.base_commit,
+        base_reason=run.base_reason, patched_commit=run.patched_commit,
+        created_at=run.created_at, updated_at=run.updated_at,
+        steps=[step_view(s) for s in run.steps],
+        campaigns=[campaign_view(c, base_url=base_url) for c in campaigns],
+        url=f"{base_url}/runs/{run.id}",
+    )
+
+
+def _campaigns_of(session: Session, run_ids: list[int]) -> dict[int, list[LabCampaign]]:
+    by_run: dict[int, list[LabCampaign]] = {i: [] for i in run_ids}
+    for campaign in session.scalars(
+        sa.select(LabCampaign).where(LabCampaign.run_id.in_(run_ids)).order_by(LabCampaign.id)
+    ):
+        assert campaign.run_id is not None
+        by_run[campaign.run_id].append(campaign)
+    return by_run
+
+
+def reply_view(reply: OutboxReply) -> ReplyView:
+    return ReplyView(
+        id=reply.id, kind=reply.kind, state=reply.state, reason=reply.reason,
+        subject=reply.subject, message_id=reply.message_id,
+        series_version_id=reply.series_version_id, author=reply.author,
+        lists=list(reply.lists or []), decided_by=reply.decided_by,
+        created_at=reply.created_at, sent_at=reply.sent_at,
+        message=reply.raw.decode("utf-8", "replace"), text=readable(reply.raw),
+    )
+
+
+_SHOWN_HEADERS = ("From", "To", "Cc", "Subject", "Date", "Message-ID", "In-Reply-To")
+
+
+def readable(raw: bytes) -> str:
+    """A mail as a mail reader shows it: the main headers, then the plain-text body decoded
+    (quoted-printable and base64 undone)."""
+    message = email.message_from_bytes(raw, policy=email.policy.default)
+    lines = [f"{name}: {message[name]}" for name in _SHOWN_HEADERS if message[name] is not None]
+    body = message.get_body(preferencelist=("plain",))
+    text = body.get_content() if isinstance(body, EmailMessage) else ""
+    return "\n".join(lines) + "\n\n" + text
+
+
+def series_detail(session: Session, series_id: int, *, base_url: str = "") -> SeriesDetail | None:
+    """Everything about one series, or None when there is no such series."""
+    series = session.get(Series, series_id)
+    if series is None:
+        return None
+    versions = {v.id: v for v in series.versions}
+    runs = list(session.scalars(
+        sa.select(Run).where(Run.series_version_id.in_(versions))
+        .options(selectinload(Run.steps)).order_by(Run.id.desc())
+    ))
+    campaigns = _campaigns_of(session, [r.id for r in runs])
+    replies = session.scalars(
+        sa.select(OutboxReply).where(OutboxReply.series_version_id.in_(versions))
+        .order_by(OutboxReply.id.desc())
+    )
+    return SeriesDetail(
+        series=series_dict(session, series),
+        runs=[_run_view(r, versions[r.series_version_id], campaigns[r.id], base_url)
+              for r in runs],
+        replies=[reply_view(r) for r in replies],
+    )
+
+
+def run_detail(session: Session, run_id: int, *, base_url: str = "") -> RunView | None:
+    run = session.get(Run, run_id)
+    if run is None:
+        return None
+    version = session.get(SeriesVersion, run.series_version_id)
+    return _run_view(run, version, _campaigns_of(session, [run.id])[run.id], base_url)
+
+
+def campaign_detail(session: Session, campaign_id: int, *,
+                    base_url: str = "") -> CampaignView | None:
+    """A campaign with its raw samples, or None when there is no such campaign."""
+    campaign = session.get(LabCampaign, campaign_id)
+    if campaign is None:
+        return None
+    return campaign_view(campaign, with_samples=True, base_url=base_url)
+
+
+def samples_of(session: Session, campaign_ids: list[int]) -> dict[int, list[SampleView]]:
+    """The raw samples of several campaigns, in the order they were stored."""
+    by_campaign: dict[int, list[SampleView]] = {i: [] for i in campaign_ids}
+    for sample in session.scalars(
+        sa.select(LabSample).where(LabSample.campaign_id.in_(campaign_ids))
+        .order_by(LabSample.id)
+    ):
+        by_campaign[sample.campaign_id].append(sample_view(sample))
+    return by_campaign
+
+
+def reply_version(session: Session, reply: OutboxReply) -> tuple[int, int] | None:
+    """(series id, version number) a reply was written about, if it names a version."""
+    if reply.series_version_id is None:
+        return None
+    row = session.execute(
+        sa.select(SeriesVersion.series_id, SeriesVersion.version)
+        .where(SeriesVersion.id == reply.series_version_id)
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _side(value: Any) -> SideStats:
+    value = value if isinstance(value, dict) else {}
+    n = value.get("n")
+    return SideStats(n=n if isinstance(n, int) else None, median=_number(value.get("median")),
+                     robust_cv=_number(value.get("robust_cv")))
+
+
+def verdict_rows(result: dict[str, Any]) -> list[MetricVerdict]:
+    """The verdict table of a campaign's stored result, main metrics first; a metric the bench
+    step left partly written shows what it has."""
+    rows = []
+    for entry in result.get("metrics") or []:
+        if not isinstance(entry, dict) or "metric" not in entry:
+            continue
+        ci = entry.get("ci_pct")
+        interval = None
+        if isinstance(ci, list | tuple) and len(ci) == 2 and all(
+                isinstance(x, int | float) for x in ci):
+            interval = (float(ci[0]), float(ci[1]))
+        rows.append(MetricVerdict(
+            metric=str(entry["metric"]), unit=str(entry.get("unit") or ""),
+            secondary=bool(entry.get("secondary")), direction=str(entry.get("direction") or ""),
+            verdict=str(entry.get("verdict") or "not judged"), words=str(entry.get("words") or ""),
+            change_pct=_number(entry.get("change_pct")), ci_pct=interval,
+            p=_number(entry.get("p")), base=_side(entry.get("base")),
+            patched=_side(entry.get("patched")),
+            findings=[str(f) for f in entry.get("findings") or []],
+            notes=[str(n) for n in entry.get("notes") or []],
+        ))
+    return sorted(rows, key=lambda row: row.secondary)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab hosts and queues
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def lab_hosts(session: Session, settings: Settings, *, base_url: str = "") -> HostsView:
+    """Every lab host with its queue and the campaigns running or waiting on it, every queue's
+    length (from Redis when the broker is Redis), and the most recent campaigns."""
+    hosts = configured_hosts(settings.lab_hosts)
+    names = ["git", "build", *(h.queue_name for h in hosts)]
+    lengths = queue_lengths(settings.celery.broker_url, names)
+    queues = {name: QueueView(name, *lengths[name]) for name in names}
+    active: dict[str, list[LabCampaign]] = {}
+    for campaign in session.scalars(
+        sa.select(LabCampaign).where(LabCampaign.state.in_(ACTIVE_CAMPAIGN_STATES))
+        .order_by(LabCampaign.id)
+    ):
+        active.setdefault(campaign.host, []).append(campaign)
+    recent = session.scalars(sa.select(LabCampaign).order_by(LabCampaign.id.desc()).limit(20))
+    return HostsView(
+        broker=_without_credentials(settings.celery.broker_url)
+        if settings.celery.broker_url else "",
+        hosts=[HostView(
+            name=h.name, runner=h.runner, cpus=h.cpus, memory_mb=h.memory_mb, accel=h.accel,
+            address=h.address, queue=queues[h.queue_name],
+            campaigns=[campaign_view(c, base_url=base_url) for c in active.get(h.name, [])],
+        ) for h in hosts],
+        queues=list(queues.values()),
+        recent_campaigns=[campaign_view(c, base_url=base_url) for c in recent],
+    )
