@@ -2,7 +2,8 @@
 
 A queued request says what will run and its place in the queue; a command that was not
 understood says which part was not, and how to get help; `help` lists the commands; `stop`
-confirms the opt-out. The commands module decides the outcome; this only writes it down.
+confirms what it stopped; a refused command says who may ask; a rate-limited one says when the
+next is taken. The commands module decides the outcome; this only writes it down.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from bot.report.context import ParentMessage, ReplyOptions
 from bot.report.text import Block, Preformatted, Prose, Quote, indent
 
 KIND = "command"
-OUTCOMES = ("queued", "not-understood", "help", "stopped")
+OUTCOMES = ("queued", "not-understood", "help", "stopped", "refused", "limited")
 
 
 @dataclass(frozen=True)
@@ -22,17 +23,24 @@ class CommandAnswer:
     parent: ParentMessage  # the message that carried the command
     command: str  # the command line as written, e.g. "#lorelab test hackbench"
     outcome: str  # one of OUTCOMES
-    detail: str = ""  # queued: what will run; stopped: what the opt-out covers
+    # queued: what will run; stopped: what was stopped; refused, limited: the whole answer
+    detail: str = ""
     queue_position: int | None = None  # 1: next to run
     status_url: str = ""
     problems: tuple[str, ...] = ()  # not-understood: each part that was not understood
     commands: tuple[tuple[str, str], ...] = ()  # help: (syntax, what it does)
     series_version_id: int | None = None
+    # The command's line, when it is not the first command of its mail: each command of a
+    # mail gets its own answer, so each needs its own Message-ID.
+    line: int | None = None
 
 
 def compose_command_reply(answer: CommandAnswer, options: ReplyOptions) -> ComposedReply:
     if answer.outcome not in OUTCOMES:
         raise ValueError(f"unknown command outcome {answer.outcome!r}; known: {OUTCOMES}")
+    anchor = answer.parent.msgid
+    if answer.line is not None:
+        anchor = f"{anchor}#{answer.line}"
     return compose_reply(
         kind=KIND,
         parent=answer.parent,
@@ -41,7 +49,7 @@ def compose_command_reply(answer: CommandAnswer, options: ReplyOptions) -> Compo
         blocks=command_body(answer),
         series_version_id=answer.series_version_id,
         # Keyed on the command's own message: one answer per command, however often retried.
-        anchor=answer.parent.msgid,
+        anchor=anchor,
     )
 
 
@@ -69,6 +77,8 @@ def command_body(answer: CommandAnswer) -> list[Block]:
         width = max((len(syntax) for syntax, _ in answer.commands), default=0)
         rows = tuple(f"{syntax:<{width}}  {what}" for syntax, what in answer.commands)
         blocks.append(Preformatted(indent(rows)))
+    elif answer.outcome == "stopped":
+        blocks.append(Prose(f"Stopped: {answer.detail}."))
     else:
-        blocks.append(Prose(answer.detail or "lorelab will not write to you again."))
+        blocks.append(Prose(answer.detail))
     return blocks
