@@ -19,9 +19,12 @@ from typing import Any
 
 import platformdirs
 
+from bot.command_policy import CommandSettings
 from bot.ingest.settings import SourceSettings
 from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
+from bot.suites import PlanSettings, SuiteSettings
+from bot.web.settings import WebSettings
 from workers.lab.hosts import LabHostSettings
 from workers.settings import BuildSettings, CelerySettings
 
@@ -54,6 +57,8 @@ class IngestSettings:
     max_message_bytes: int = 10 * 1024 * 1024  # larger mail is quarantined, headers kept
     # Processes that parse mail while the main one writes; 0 parses in the main process.
     parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # Where `lorelab review MSGID` fetches a thread given by its message-id alone.
+    lore_url: str = "https://lore.kernel.org/all"
 
 
 @dataclass
@@ -73,6 +78,10 @@ class Settings:
     build: BuildSettings = field(default_factory=BuildSettings)
     celery: CelerySettings = field(default_factory=CelerySettings)
     lab_hosts: list[LabHostSettings] = field(default_factory=list)  # where benchmarks run
+    commands: CommandSettings = field(default_factory=CommandSettings)  # `#lorelab` in replies
+    web: WebSettings = field(default_factory=WebSettings)  # `lorelab serve`
+    suites: list[SuiteSettings] = field(default_factory=list)  # what to benchmark; empty: reclaim
+    plan: PlanSettings = field(default_factory=PlanSettings)
     source: Path | None = None  # the file these settings came from, if any
 
 
@@ -82,6 +91,9 @@ _SECTIONS = {
     "report": ReportSettings,
     "build": BuildSettings,
     "celery": CelerySettings,
+    "commands": CommandSettings,
+    "web": WebSettings,
+    "plan": PlanSettings,
 }
 
 # Sections written as arrays of tables ([[lists]]), each item one settings object.
@@ -90,6 +102,7 @@ _ARRAYS: dict[str, type] = {
     "sources": SourceSettings,
     "trees": TreeSettings,
     "lab_hosts": LabHostSettings,
+    "suites": SuiteSettings,
 }
 
 
@@ -257,6 +270,45 @@ wall_seconds = 10800
 # Empty: tasks run in the lorelab process (the embedded default). Deployed: Redis.
 # broker_url = "redis://127.0.0.1:6379/0"
 broker_url = ""
+
+[plan]
+# Plan a review run for each new complete series version that touches a watched path.
+auto = true
+# Versions posted longer ago than this are not planned (a backfill of old mail is not).
+max_age_days = 14
+
+# Suites: a complete series touching a watched path gets a review run with these benchmarks.
+# With none, the reclaim suite: mm/vmscan.c, mm/swap.c, mm/workingset.c, mm/memcontrol.c,
+# mm/page_alloc.c, include/linux/mmzone.h, include/linux/swap.h, ... with hackbench, readtwice.
+# [[suites]]
+# name = "reclaim"
+# watched = ["mm/vmscan.c", "mm/workingset.c", "include/linux/mmzone.h"]
+# benchmarks = ["hackbench", "readtwice", "readtwice-memcg", "anon-swap"]
+
+[web]
+# `lorelab serve`: the status pages and the JSON API (read-only for everyone).
+host = "127.0.0.1"
+port = 8080
+# Where the site is reached from outside (used for links in the JSON API).
+base_url = ""
+# Admin actions (approve a reply, retest, cancel) need this token; empty: they are disabled.
+# Better as $LORELAB_WEB_ADMIN_TOKEN than in this file.
+admin_token = ""
+
+[commands]
+# "#lorelab test|retest|stop|help" lines in replies to a series. Anyone may ask for help; the
+# series author, the maintainers of the files it touches (the tree's MAINTAINERS, M: and R:)
+# who are on the thread, and the addresses below may ask for a test; the author and those
+# maintainers may stop one.
+enabled = true
+# Addresses ("a@example.org") or domains ("@example.org") that may ask for a test of any series.
+allow_list = []
+# Commands done per sender in any window_minutes; past that they are recorded, not done, and
+# answered once per window. 0: no limit.
+rate_limit = 5
+window_minutes = 60
+# Commands in mail dated longer ago than this are ignored (a backfill does not answer them).
+max_age_hours = 72
 
 # Lab hosts: where benchmarks run, each served by one Celery worker on queue lab.<name>.
 # With none, the built-in "local" host runs benchmarks on this machine's own kernel.

@@ -13,6 +13,24 @@ command -v make >/dev/null || need_apt+=(make)
 command -v gcc >/dev/null || need_apt+=(gcc libc6-dev)
 command -v unshare >/dev/null || need_apt+=(util-linux)
 command -v ccache >/dev/null || need_apt+=(ccache)
+# lab ssh runner tests: a real sshd on 127.0.0.1, reached with the ssh client.
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ssh >/dev/null || need_apt+=(openssh-client)
+# benchmark tests: the memcached benchmark runs memcached under memaslap (memcaslap in Debian);
+# anon-swap is linked static, which needs libc6-dev's libc.a.
+command -v memcached >/dev/null || need_apt+=(memcached)
+command -v memcaslap >/dev/null || need_apt+=(libmemcached-tools)
+[ -e "$(gcc -print-file-name=libc.a 2>/dev/null)" ] || need_apt+=(libc6-dev)
+# qemu runner tests: boot Debian's kernel (fetched with apt-get download) under TCG with a
+# busybox initramfs, run hackbench in the guest, format the guest's scratch disk.
+command -v qemu-system-x86_64 >/dev/null || need_apt+=(qemu-system-x86)
+# (the initramfs needs a static busybox: ldd fails on it)
+[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 || need_apt+=(busybox-static)
+command -v hackbench >/dev/null || need_apt+=(rt-tests)
+PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext2 >/dev/null || need_apt+=(e2fsprogs)
+# status-site tests: pages in a real headless Chromium, driven through Debian's chromedriver.
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"

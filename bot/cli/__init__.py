@@ -38,9 +38,24 @@ def _root(
 
 def _register() -> None:
     # Imported here so that each module's commands attach to `app` in a fixed order.
-    from bot.cli import admin, analyze, claims, demo, ingest, outbox, query, runs, sources
+    from bot.cli import (
+        admin,
+        analyze,
+        claims,
+        commands,
+        demo,
+        ingest,
+        lab,
+        outbox,
+        query,
+        review,
+        runs,
+        sources,
+        web,
+    )
 
-    for module in (demo, admin, ingest, sources, query, claims, analyze, outbox, runs):
+    for module in (demo, review, admin, ingest, sources, query, claims, analyze, outbox, runs,
+                   lab, commands, web):
         module.register(app)
 
 
