@@ -24,7 +24,6 @@ from bot.ingest.settings import SourceSettings
 from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
 from bot.suites import PlanSettings, SuiteSettings
-from bot.web.settings import WebSettings
 from workers.lab.hosts import LabHostSettings
 from workers.settings import BuildSettings, CelerySettings
 
@@ -59,6 +58,21 @@ class IngestSettings:
     parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     # Where `lorelab review MSGID` fetches a thread given by its message-id alone.
     lore_url: str = "https://lore.kernel.org/all"
+
+
+@dataclass
+class WebSettings:
+    """`[web]`: where `lorelab serve` listens and who may act. Pages and the JSON API are
+    read-only for everyone; admin actions (approve a reply, retest or cancel a run) need
+    `admin_token`, and are disabled while it is empty. Kept here, not in bot/web, because the
+    workers read these settings too and must not import the web package."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # Where the site is reached from outside, e.g. https://lorelab.example.org (for links).
+    base_url: str = ""
+    # The secret admin actions need (HTML forms: the token field; API: Authorization: Bearer).
+    admin_token: str = ""
 
 
 @dataclass

@@ -117,7 +117,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
 
 
 def _status_url(settings: Settings, version: SeriesVersion) -> str:
-    base = getattr(getattr(settings, "web", None), "base_url", "")
+    base = settings.web.base_url
     return f"{base.rstrip('/')}/series/{version.series_id}" if base else ""
 
 
