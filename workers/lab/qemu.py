@@ -1,0 +1,306 @@
+"""The `qemu` runner: boot each kernel in a VM on this host and run the benchmark inside it.
+
+Every call is one fresh boot: a new 9p share holding the job script (workers.lab.job), a new
+ext2 scratch disk and swap disk, and the lorelab initramfs (workers.lab.initramfs). The guest
+mounts the host's root read-only and runs the benchmark binaries installed on the host with
+`chroot /host`, with the scratch disk over the host's /tmp (guest-init.sh says why). The job
+writes its results into the share; qemu exits when the guest resets (-no-reboot), or is killed,
+with its whole process group, at the host's timeout.
+
+A bzImage whose kernel can be started directly (PVH) is booted as the uncompressed ELF file
+(workers.lab.kernel_image): under TCG the emulated decompressor alone takes seconds.
+
+The init prints markers on the serial console; the host notes when each arrives, which gives the
+overhead of every boot (qemu start to job start, job end to qemu exit), kept in `Boot` records.
+With `accel = "auto"` one short probe boot per process finds out whether KVM works (a guest that
+does not reach the init in time means it does not, as on a host that is itself a VM) and TCG is
+used otherwise; each sample records which.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from workers.benchmarks.definition import Benchmark
+from workers.lab.hosts import LabHostSettings
+from workers.lab.initramfs import build_initramfs
+from workers.lab.job import BootInfo, RunFailed, collect, job_script
+from workers.lab.kernel_image import default_cache_dir, direct_boot_image
+from workers.lab.pairs import Sample
+
+__all__ = ["Boot", "QemuRunner", "RunFailed", "kvm_works", "qemu_command", "run_qemu"]
+
+APPEND = "console=ttyS0 quiet panic=-1"  # panic=-1: a panic resets the guest at once
+GUEST_ROOT = "/host"  # where the guest mounts the host's root
+SCRATCH = "/tmp"  # the scratch disk as benchmarks in the chroot see it (guest-init.sh)
+RESULTS = "/job/results"  # inside the guest's 9p share `job`
+# Debian's busybox-static prefers its own applets to programs of the same name, even after a
+# chroot: `chroot /host sh` would run busybox's sh (and its dd, date...). The host's `env` looks
+# the command up in the host's PATH instead.
+CHROOT = ("chroot", GUEST_ROOT, "/usr/bin/env")
+KVM_PROBE_TIMEOUT = 20.0  # seconds: a KVM guest reaches the init in one or two
+# "lorelab: <event> [key=value ...]" lines printed by guest-init.sh.
+_MARKER = re.compile(r"^lorelab: (init|job-begin|job-end|error)\b(.*)$")
+_UPTIME = re.compile(r"\buptime=([0-9.]+)")
+
+_kvm_probes: dict[str, bool] = {}  # qemu binary -> whether a KVM guest booted (per process)
+
+
+@dataclass(frozen=True)
+class Boot:
+    """One qemu run as the host saw it: its console and when each init marker arrived."""
+
+    accel: str  # kvm or tcg
+    console: str
+    exit_code: int | None  # None: killed (timeout, or a probe that had seen enough)
+    timed_out: bool
+    seconds: float  # qemu start to exit, host clock
+    marks: Mapping[str, float]  # init, job-begin, job-end -> seconds after qemu start
+    uptimes: Mapping[str, float]  # the same markers -> the guest's uptime when it printed them
+
+    @property
+    def to_job(self) -> float | None:
+        """Boot overhead: qemu start to the job's start, in seconds."""
+        return self.marks.get("job-begin")
+
+    @property
+    def job_seconds(self) -> float | None:
+        if "job-begin" in self.marks and "job-end" in self.marks:
+            return self.marks["job-end"] - self.marks["job-begin"]
+        return None
+
+    @property
+    def after_job(self) -> float | None:
+        """Power-off overhead: the job's end to qemu's exit, in seconds."""
+        end = self.marks.get("job-end")
+        return None if end is None or self.exit_code is None else self.seconds - end
+
+    @property
+    def reason(self) -> str | None:
+        """The kernel's panic line or the init's error line, when the console has one."""
+        for line in self.console.splitlines():
+            if line.startswith("lorelab: error"):
+                return line.strip()
+            panic = line.find("Kernel panic - not syncing")
+            if panic >= 0:
+                return line[panic:].strip()  # without the printk time stamp
+        return None
+
+    def tail(self, chars: int = 2000) -> str:
+        return self.console[-chars:] if self.console.strip() else "(no console output)"
+
+
+def qemu_command(qemu: str, *, accel: str, cpus: int, memory_mb: int, kernel: Path,
+                 initrd: Path, share: Path | None = None, root: Path | None = None,
+                 disks: Sequence[Path] = ()) -> list[str]:
+    """The qemu command line of one boot: serial console on stdout, no display, no reboot.
+
+    `share` becomes the 9p tag `job` (read-write), `root` the tag `hostroot` (read-only), and
+    `disks` virtio disks /dev/vda, /dev/vdb, ... in order.
+    """
+    accelerator = {"tcg": ["-accel", "tcg,thread=multi"],
+                   # the host's CPU model: benchmarks see the real cache sizes and features
+                   "kvm": ["-accel", "kvm", "-cpu", "host"]}[accel]
+    argv = [qemu, *accelerator, "-smp", str(cpus), "-m", str(memory_mb),
+            "-kernel", str(kernel), "-initrd", str(initrd), "-append", APPEND,
+            "-display", "none", "-serial", "stdio", "-no-reboot", "-monitor", "none"]
+    if share is not None:
+        argv += ["-virtfs", f"local,path={_option(share)},mount_tag=job,security_model=none,"
+                            "id=job"]
+    if root is not None:
+        # remap: the root spans several file systems whose inode numbers would collide in 9p.
+        argv += ["-virtfs", f"local,path={_option(root)},mount_tag=hostroot,security_model=none,"
+                            "readonly=on,multidevs=remap,id=hostroot"]
+    for disk in disks:
+        argv += ["-drive", f"file={_option(disk)},if=virtio,format=raw"]
+    return argv
+
+
+def _option(path: Path) -> str:
+    return str(path).replace(",", ",,")  # a comma in a qemu option value is written twice
+
+
+def run_qemu(argv: Sequence[str], timeout: float, *, accel: str, stop_at: str | None = None
+             ) -> Boot:
+    """Run qemu until it exits, `timeout` seconds pass, or the marker `stop_at` arrives; qemu's
+    process group is killed in the last two cases. RunFailed when qemu cannot be started."""
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+    except FileNotFoundError:
+        raise RunFailed(f"{argv[0]} is not installed (Debian: qemu-system-x86)") from None
+    assert process.stdout is not None
+    console = bytearray()
+    pending = b""
+    marks: dict[str, float] = {}
+    uptimes: dict[str, float] = {}
+    timed_out = False
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while stop_at not in marks:
+                left = started + timeout - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not selector.select(left):
+                    continue
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:  # qemu closed its output: it has exited
+                    break
+                now = time.monotonic() - started
+                console += chunk
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    _note_marker(line.decode(errors="replace").strip(), now, marks, uptimes)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        process.stdout.close()
+    killed = timed_out or stop_at in marks
+    return Boot(accel=accel, console=console.decode(errors="replace").replace("\r", ""),
+                exit_code=None if killed else process.returncode, timed_out=timed_out,
+                seconds=time.monotonic() - started, marks=marks, uptimes=uptimes)
+
+
+def _note_marker(line: str, now: float, marks: dict[str, float],
+                 uptimes: dict[str, float]) -> None:
+    match = _MARKER.match(line)
+    if not match or match.group(1) in marks:
+        return
+    marks[match.group(1)] = now
+    uptime = _UPTIME.search(match.group(2))
+    if uptime:
+        uptimes[match.group(1)] = float(uptime.group(1))
+
+
+def kvm_works(qemu: str, kernel: Path, initrd: Path, memory_mb: int,
+              timeout: float = KVM_PROBE_TIMEOUT) -> bool:
+    """Whether a KVM guest of `kernel` reaches the init within `timeout`; probed once per
+    process and qemu binary. False at once without a usable /dev/kvm."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    if qemu not in _kvm_probes:
+        argv = qemu_command(qemu, accel="kvm", cpus=1, memory_mb=memory_mb, kernel=kernel,
+                            initrd=initrd)
+        probe = run_qemu(argv, timeout, accel="kvm", stop_at="init")
+        _kvm_probes[qemu] = "init" in probe.marks
+    return _kvm_probes[qemu]
+
+
+def make_disks(work: Path, scratch_mb: int, swap_mb: int) -> list[Path]:
+    """A fresh, sparse ext2 scratch disk and (with swap_mb > 0) a swap disk, in `work`."""
+    disks = [_sparse_image(work / "scratch.img", scratch_mb, "mkfs.ext2", "-F", "-q")]
+    if swap_mb > 0:
+        disks.append(_sparse_image(work / "swap.img", swap_mb, "mkswap", "-q"))
+    return disks
+
+
+def _sparse_image(path: Path, size_mb: int, tool: str, *options: str) -> Path:
+    """A sparse file of `size_mb` formatted by `tool` (mkfs.ext2: e2fsprogs; mkswap:
+    util-linux), which may live in an sbin directory outside a user's PATH."""
+    program = shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
+    if program is None:
+        package = "e2fsprogs" if tool.startswith("mkfs") else "util-linux"
+        raise RunFailed(f"{tool} is not installed (Debian: {package})")
+    with path.open("wb") as image:
+        image.truncate(size_mb * 2**20)
+    done = subprocess.run([program, *options, str(path)], capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise RunFailed(f"{tool} {path.name} failed: {done.stderr.strip()}")
+    return path
+
+
+def boot_failure(boot: Boot, name: str, timeout: float) -> RunFailed | None:
+    """Why a boot produced no results to collect, or None when its job ran to the end."""
+    stage = "during the job" if "job-begin" in boot.marks else "before the job began"
+    if boot.timed_out:
+        what = f"timed out after {timeout:g} s ({stage})"
+    elif "job-end" not in boot.marks:
+        what = f"stopped {stage} (qemu exited {boot.exit_code})"
+    else:
+        return None
+    reason = f": {boot.reason}" if boot.reason else ""
+    return RunFailed(f"{name}: the {boot.accel} guest {what}{reason}; console:\n{boot.tail()}")
+
+
+@dataclass(frozen=True)
+class QemuRunner:
+    """`run_one` for `run_pairs`: boots `kernels[kernel]` (a bzImage) and runs `benchmark` there.
+
+    Every boot's record (console, overhead) is appended to `boots`, in call order.
+    """
+
+    benchmark: Benchmark
+    kernels: Mapping[str, Path]  # "A" and "B" -> bzImage
+    host: LabHostSettings
+    cache_dir: Path | None = None  # initramfs archives, unpacked kernels; None: ~/.cache/lorelab
+    work_dir: Path | None = None  # each boot's share and disks go in a new directory here
+    root: Path = Path("/")  # given read-only to the guest: the benchmark binaries come from it
+    # Boot the uncompressed kernel inside the bzImage when it can be (workers.lab.kernel_image):
+    # about 4 s less per boot under TCG.
+    direct_boot: bool = True
+    boots: list[Boot] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def _cache(self) -> Path:
+        return self.cache_dir or default_cache_dir()
+
+    def initramfs(self) -> Path:
+        modules = Path(self.host.initramfs_modules) if self.host.initramfs_modules else None
+        return build_initramfs(self._cache / "initramfs", modules)
+
+    def kernel_file(self, kernel: str) -> Path:
+        """What qemu's -kernel gets for kernel "A" or "B"."""
+        image = self.kernels[kernel]
+        if not self.direct_boot:
+            return image
+        return direct_boot_image(image, self._cache / "vmlinux") or image
+
+    def accel(self, initrd: Path) -> str:
+        """kvm or tcg, as the host asks; auto: KVM if the probe boot works."""
+        if self.host.accel != "auto":
+            return self.host.accel
+        works = kvm_works(self.host.qemu, self.kernel_file("A"), initrd, self.host.memory_mb)
+        return "kvm" if works else "tcg"
+
+    def __call__(self, kernel: str, pair_index: int, position: int) -> tuple[Sample, ...]:
+        started = datetime.now(UTC)
+        initrd = self.initramfs()
+        accel = self.accel(initrd)
+        with tempfile.TemporaryDirectory(prefix="lorelab-qemu-", dir=self.work_dir) as tmp:
+            work = Path(tmp)
+            share = work / "share"
+            share.mkdir()
+            disks = make_disks(work, self.host.scratch_mb, self.host.swap_mb)
+            argv = self.benchmark.argv(kernel=str(self.kernels[kernel]), scratch=SCRATCH)
+            (share / "job.sh").write_text(job_script(
+                self.benchmark, argv, RESULTS, self.host.iterations, prefix=CHROOT))
+            command = qemu_command(self.host.qemu, accel=accel, cpus=self.host.cpus,
+                                   memory_mb=self.host.memory_mb,
+                                   kernel=self.kernel_file(kernel),
+                                   initrd=initrd, share=share, root=self.root, disks=disks)
+            boot = run_qemu(command, self.host.timeout, accel=accel)
+            self.boots.append(boot)
+            failure = boot_failure(boot, self.benchmark.name, self.host.timeout)
+            if failure:
+                raise failure
+            info = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
+                            host=self.host.name, accel=accel,
+                            time=started)
+            return collect(self.benchmark, share / "results", self.host.iterations, info,
+                           console=boot.console)
