@@ -241,3 +241,42 @@ def test_retest_and_cancel_from_the_cli(tmp_path):
     assert proc.returncode != 0 and b"cancelled already" in proc.stderr
     with db.session() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(LabCampaign)) == 2
+
+
+def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp_path, db_url,
+                                                                          monkeypatch):
+    import datetime as dt
+    import mailbox
+
+    from bot.automatic import run_round
+    from bot.demo.threads import make_reply
+
+    tree = make_sim_tree(tmp_path / "linux")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[database]\nurl = "{db_url}"\n\n[[trees]]\nname = "sim"\npath = "{tree}"\n\n'
+        f'[build]\nwork_dir = "{tmp_path / "work"}"\nbase_config = "defconfig"\n\n'
+        '[[lab_hosts]]\nname = "here"\npairs_max = 4\npairs_min = 4\n\n'
+        '[[suites]]\nname = "sim"\nwatched = ["mm/"]\nbenchmarks = ["reclaim-sim:ops=200000"]\n\n'
+        '[plan]\nmax_age_days = 100000\n\n[commands]\nmax_age_hours = 1000000\n')
+    settings = load_settings(config, env={})
+    db = Database(db_url)
+    ensure_schema(db.engine)
+    before = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=1)
+    series = make_series(tree, batch_series_spec())
+    help_mail = make_reply(series[1], author=("Rita Reviewer", "rita@example.org"),
+                           body="#lorelab help")
+    _ingest(db, [*series, help_mail])
+    data = tmp_path / "data"
+    monkeypatch.setenv("LORELAB_DATA_DIR", str(data))  # the outbox maildir of the embedded default
+    first = run_round(db, settings, before)
+    again = run_round(db, settings, before)
+    assert len(first.planned) == 1 and first.dispatched == first.planned
+    assert first.commands == 1 and len(first.sent) == 2  # the help answer and the benchmark reply
+    assert again.planned == [] and again.dispatched == [] and again.sent == []
+    with db.session() as session:
+        run = session.get(Run, first.planned[0])
+        assert run.state == "done" and run.trigger == "auto"
+    kinds = sorted(m["X-Lorelab-Kind"] for m in mailbox.Maildir(data / "outbox", create=False))
+    assert kinds == ["benchmark", "command"]
+    db.dispose()
