@@ -30,6 +30,17 @@ def postgres_available() -> str | None:
         return f"PostgreSQL at {PG_ADMIN_URL} is not reachable: {exc.__class__.__name__}"
 
 
+def redis_reason() -> str | None:
+    """None when Redis answers on 127.0.0.1:6379, else why not (the reason its tests skip)."""
+    try:
+        import redis
+
+        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2).ping()
+        return None
+    except Exception as exc:  # noqa: BLE001 - any failure means: skip with the reason
+        return f"Redis at 127.0.0.1:6379 is not reachable: {exc.__class__.__name__}"
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> str:
     reason = postgres_available()

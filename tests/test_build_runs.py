@@ -28,6 +28,7 @@ from bot.demo.threads import Change, make_series
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
 from tests.cli import Lorelab
+from tests.conftest import redis_reason
 from tests.gitrepo import git
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
@@ -261,19 +262,9 @@ def test_a_crashed_step_is_shown_and_resumed(tmp_path):
     assert again.returncode == 1 and b"nothing to resume" in again.stderr
 
 
-def _redis_reason() -> str | None:
-    try:
-        import redis
-
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2).ping()
-        return None
-    except Exception as exc:  # noqa: BLE001 - any failure: skip with the reason
-        return f"Redis at 127.0.0.1:6379 is not reachable: {exc.__class__.__name__}"
-
-
 @pytest.mark.redis
 def test_build_on_a_real_celery_worker_with_redis(tmp_path):
-    reason = _redis_reason()
+    reason = redis_reason()
     if reason:
         pytest.skip(reason)
     # a database of its own among 8..15, so that no other test's worker takes our tasks

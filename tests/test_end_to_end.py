@@ -24,21 +24,11 @@ from bot.db.models import LabCampaign, Run
 from bot.db.session import Database, ensure_schema
 from bot.demo.simtree import batch_series_spec, make_sim_tree
 from bot.demo.threads import make_series
-from tests.conftest import drop_pg_database, make_pg_database
+from tests.conftest import drop_pg_database, make_pg_database, redis_reason
 from tests.pi_server import LIST_ADDRESS, LiveLorelab, PublicInbox, missing_reason
 from tests.test_report_delivery import Recorder, free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
-
-
-def _redis_reason() -> str | None:
-    try:
-        import redis
-
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2).ping()
-        return None
-    except Exception as exc:  # noqa: BLE001 - any failure: skip with the reason
-        return f"Redis at 127.0.0.1:6379 is not reachable: {exc.__class__.__name__}"
 
 
 def _header(raw: bytes, name: str) -> str:
@@ -46,7 +36,7 @@ def _header(raw: bytes, name: str) -> str:
 
 
 def test_a_series_posted_to_the_list_gets_a_benchmark_reply_by_smtp(tmp_path, pg_server):
-    for reason in (missing_reason(), _redis_reason(),
+    for reason in (missing_reason(), redis_reason(),
                    None if shutil.which("make") and shutil.which("gcc") else "make/gcc"):
         if reason:
             pytest.skip(reason)

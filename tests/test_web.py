@@ -25,6 +25,7 @@ from bot.db.session import Database, ensure_schema
 from bot.demo.threads import make_tree
 from bot.web.plots import Point, distribution_svg, nice_ticks, quartiles, run_order_svg
 from tests.cli import Lorelab
+from tests.conftest import redis_reason
 from tests.web_data import (
     ADMIN_TOKEN,
     CONFLICTED,
@@ -279,19 +280,9 @@ def test_openapi_schema_lists_the_json_api(tmp_path):
         schema["components"]["schemas"])
 
 
-def _redis_reason() -> str | None:
-    try:
-        import redis
-
-        redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2).ping()
-        return None
-    except Exception as exc:  # noqa: BLE001 - any failure: skip with the reason
-        return f"Redis at 127.0.0.1:6379 is not reachable: {exc.__class__.__name__}"
-
-
 @pytest.mark.redis
 def test_hosts_page_counts_the_tasks_waiting_in_redis(tmp_path):
-    reason = _redis_reason()
+    reason = redis_reason()
     if reason:
         pytest.skip(reason)
     import redis

@@ -225,7 +225,7 @@ def runs_show(run_id: int = typer.Argument(..., help="Run id."),
 def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = WAIT_OPTION,
                 as_json: bool = JSON_OPTION) -> None:
     """Run a run's unfinished steps again (a crashed, failed or never-started step)."""
-    from workers.pipeline import dispatch, pending_steps
+    from workers.pipeline import pending_steps
 
     db = open_database()
     with db.session() as session:
@@ -237,19 +237,13 @@ def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = 
         for step in pending_steps(run):
             step.state = "queued"
         run.state = "queued"
-    _configure_workers()
-    with db.session() as session:
-        dispatch(session.get(Run, run_id), settings())  # type: ignore[arg-type]
-    eager = not settings().celery.broker_url
-    if wait and not eager:
-        _wait(db, run_id, quiet=as_json)
-    _finish(db, run_id, as_json, waited=wait or eager)
+    _send(db, run_id, wait, as_json)
 
 
 def retest_command(run_id: int = typer.Argument(..., help="The run to do again."),
                    wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Run a series again as an earlier run did (same version, tree, base and benchmarks)."""
-    from workers.pipeline import dispatch, retest_run
+    from workers.pipeline import retest_run
 
     db = open_database()
     with db.session() as session:
@@ -259,13 +253,20 @@ def retest_command(run_id: int = typer.Argument(..., help="The run to do again."
         new_id = retest_run(session, run, trigger="retest").id
     if not as_json:
         console.print(f"run {new_id}: a retest of run {run_id}")
+    _send(db, new_id, wait, as_json)
+
+
+def _send(db: Database, run_id: int, wait: bool, as_json: bool) -> None:
+    """Dispatch the run's unfinished steps, wait for them if asked (eager: they ran), show it."""
+    from workers.pipeline import dispatch
+
     _configure_workers()
     with db.session() as session:
-        dispatch(session.get(Run, new_id), settings())  # type: ignore[arg-type]
+        dispatch(session.get(Run, run_id), settings())  # type: ignore[arg-type]
     eager = not settings().celery.broker_url
     if wait and not eager:
-        _wait(db, new_id, quiet=as_json)
-    _finish(db, new_id, as_json, waited=wait or eager)
+        _wait(db, run_id, quiet=as_json)
+    _finish(db, run_id, as_json, waited=wait or eager)
 
 
 @runs_app.command("cancel")
