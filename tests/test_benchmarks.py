@@ -208,13 +208,16 @@ def test_memcached_runs_locally_and_stops_its_server():
 
 @pytest.mark.skipif(shutil.which("memcached") is None or shutil.which("memcaslap") is None,
                     reason="memcached and memcaslap (libmemcached-tools) are needed")
-def test_memcached_refuses_a_port_another_server_holds():
+def test_memcached_in_the_sandbox_has_a_loopback_of_its_own():
+    # A server on the host's 127.0.0.1:PORT is not in the job's network namespace: the job
+    # starts its own memcached on that port and measures it, not the other one.
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen()
-        bench = memcached(seconds=1, port=other.getsockname()[1])
-        with pytest.raises(RunFailed, match="already in use; choose another port"):
-            LocalRunner(bench, NO_KERNEL, timeout=30)("A", 0, 0)
+        bench = memcached(memory_mb=64, seconds=1, threads=2, concurrency=4, value_bytes=1024,
+                          window="1k", port=other.getsockname()[1])
+        by_name = {s.metric: s for s in LocalRunner(bench, NO_KERNEL, timeout=60)("A", 0, 0)}
+    assert by_name[OPS].value > 0
 
 
 # The registry

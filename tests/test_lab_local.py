@@ -100,3 +100,39 @@ def test_a_run_that_fails_or_prints_no_result_is_a_run_failure(tmp_path):
     slow.chmod(0o755)
     with pytest.raises(RunFailed, match="timed out"):
         LocalRunner(bench, {"A": slow, "B": slow}, timeout=0.2)("A", 0, 0)
+
+
+def test_a_program_built_from_a_patch_runs_without_secrets_network_or_a_writable_tree(
+        tmp_path, monkeypatch):
+    # The "kernel" is the patched program: it tries to read a secret from its environment,
+    # reach a server on this host, and write next to itself. None of that may work.
+    import socket
+
+    secret = "lorelab-secret-" + str(id(tmp_path))
+    monkeypatch.setenv("LORELAB_SMTP_PASSWORD", secret)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        probe = tmp_path / "probe.sh"
+        probe.write_text(
+            "#!/bin/sh\n"
+            "env | grep -c lorelab-secret || true\n"
+            f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo reached || echo isolated\n"
+            f"touch {tmp_path}/written 2>/dev/null && echo wrote || echo read-only\n"
+            "echo 'ops/s: 1'\n")
+        probe.chmod(0o755)
+        outputs: list[str] = []
+
+        def parse(output: str) -> dict[str, float]:
+            outputs.append(output)
+            return simulator().parse(output)
+
+        bench = Benchmark(name="probe", command=("bash", "{kernel}"), parameters={},
+                          parse=parse, metrics=simulator().metrics)
+        LocalRunner(bench, {"A": probe, "B": probe}, timeout=30)("A", 0, 0)
+        server.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            server.accept()  # nobody connected
+    assert outputs[0].splitlines()[:3] == ["0", "isolated", "read-only"]
+    assert not (tmp_path / "written").exists()

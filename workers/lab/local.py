@@ -2,17 +2,20 @@
 
 For the stand-in simulator tree (its "kernel" is a program) and for userspace-only comparisons.
 A and B are two paths (for the simulator, two built `arch/x86/boot/bzImage` files), filled into
-the benchmark's `{kernel}` parameter. The job script (workers.lab.job) reads /proc/vmstat (and
-the benchmark memcg's memory.stat) around each run; the changes are recorded beside the results
-as `proc-vmstat.<name>` and `memcg.<name>` samples, as lkp-tests names them.
+the benchmark's `{kernel}` parameter. A program built from a patch is a stranger's code, so the
+job runs in the build sandbox (workers.sandbox): no network but a loopback of its own, an
+environment of nothing but the allow-list, the filesystem read-only but for the job's own
+directories, resource limits, and the whole job killed at the timeout.
+
+The job script (workers.lab.job) reads /proc/vmstat (and the benchmark memcg's memory.stat)
+around each run; the changes are recorded beside the results as `proc-vmstat.<name>` and
+`memcg.<name>` samples, as lkp-tests names them.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +25,7 @@ from pathlib import Path
 from workers.benchmarks.definition import Benchmark
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.pairs import Sample
+from workers.sandbox import Limits, SandboxError, minimal_env, run_sandboxed
 
 __all__ = ["LocalRunner", "RunFailed"]
 
@@ -47,21 +51,24 @@ class LocalRunner:
             script = work / "job.sh"
             script.write_text(job_script(self.benchmark, argv, str(work / "results"),
                                          self.iterations))
-            _run(["sh", str(script)], self.timeout, self.benchmark.name)
+            _run(script, work, scratch, self.timeout, self.benchmark.name)
             boot = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
                             host=self.host, accel="none", time=started)
             return collect(self.benchmark, work / "results", self.iterations, boot)
 
 
-def _run(argv: list[str], timeout: float, name: str) -> None:
-    # A session of its own, so that a timeout kills what the job started too (a memcached
-    # left running would hold its port against the next run).
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+def _run(script: Path, work: Path, scratch: Path, timeout: float, name: str) -> None:
+    limits = Limits(cpu_seconds=max(1, int(timeout)) * (os.cpu_count() or 1),
+                    memory_mb=_memory_mb(), wall_seconds=timeout, max_log_bytes=64 * 1024)
     try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        raise RunFailed(f"{name} timed out after {timeout:g} s") from None
+        result = run_sandboxed(["sh", str(script)], cwd=work, writable=[work, scratch],
+                               limits=limits, env=minimal_env(work))
+    except SandboxError as exc:
+        raise RunFailed(f"{name}: not run: {exc}") from None
+    if result.timed_out:
+        raise RunFailed(f"{name} timed out after {timeout:g} s")
 
+
+def _memory_mb() -> int:
+    # RLIMIT_AS is per process: this machine's memory bounds a runaway, not a benchmark.
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)

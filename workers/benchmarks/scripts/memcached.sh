@@ -37,11 +37,10 @@ else
   die "memcaslap is not installed (Debian: libmemcached-tools)"
 fi
 
-# A fresh guest boots with the loopback interface down.
-flags=$(cat /sys/class/net/lo/flags 2>/dev/null || echo 0x1)
-if [ $((flags & 1)) -eq 0 ]; then
-  ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up || die "cannot bring lo up"
-fi
+# A fresh guest, and the sandbox's network namespace, start with the loopback interface down
+# (and /sys/class/net may describe another namespace's): bring it up whatever it says.
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null ||
+  die "cannot bring the loopback interface up (no ip or ifconfig?)"
 
 # A listening socket in /proc/net/tcp: local address 0100007F:PORT (hex), state 0A.
 listening() {
