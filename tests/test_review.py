@@ -280,3 +280,33 @@ def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp
     kinds = sorted(m["X-Lorelab-Kind"] for m in mailbox.Maildir(data / "outbox", create=False))
     assert kinds == ["benchmark", "command"]
     db.dispose()
+
+
+def test_review_fetches_the_thread_from_a_lore_url_or_a_message_id(tmp_path):
+    from tests.pi_server import PublicInbox, missing_reason
+
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    review = Review(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+    pi = PublicInbox(tmp_path / "pi")
+    for raw in review.messages:
+        pi.deliver(raw)
+    pi.start()
+    try:
+        cover = _msgid(review.messages[0]).strip("<>")
+        by_url = review.cli.json("review", f"{pi.base_url}/{cover}/", "--tree", str(review.tree),
+                                 "--bench", BENCH, check=False)
+        assert by_url["title"] == "mm/vmscan: batch reclaim event counter updates"
+        assert by_url["steps"][-1]["state"] == "done"
+        # A bare message-id is looked up on [ingest] lore_url; patch 2 names the same series.
+        patch2 = _msgid(review.messages[2]).strip("<>")
+        by_id = review.cli.json("review", patch2, "--tree", str(review.tree), "--bench", BENCH,
+                                check=False, LORELAB_INGEST_LORE_URL=pi.base_url)
+        assert by_id["series_version"] == by_url["series_version"]
+        missing = review.cli.run("review", "nobody@example.org", "--tree", str(review.tree),
+                                 check=False, LORELAB_INGEST_LORE_URL=pi.base_url)
+        assert missing.returncode != 0 and b"has no thread with <nobody@example.org>" in \
+            missing.stderr
+    finally:
+        pi.stop()
