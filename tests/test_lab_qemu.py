@@ -1,9 +1,10 @@
 """The `qemu` runner, booting Debian's generic kernel under TCG (or KVM where it works).
 
 Under TCG on two cores a guest of the kernel from linux-image-amd64 (its virtio, 9p and ext4
-modules in the initramfs) starts its job about 4 s after qemu starts (7 s booted through the
-bzImage's decompressor); the whole file takes about 30 s. The kernel package is downloaded once
-with `apt-get download` into the user's cache (~70 MB, 400 MB unpacked).
+modules in the initramfs) starts its job about 3 s after qemu starts (7 s booted through the
+bzImage's decompressor); the whole file takes about 45 s. The kernel package is downloaded once
+with `apt-get download` into the user's cache (~70 MB, 400 MB unpacked). The guest sees none of
+the host's files but its /usr and the job share (tests below try to read more).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import secrets
 import shutil
 import struct
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -22,10 +25,18 @@ import zstandard
 
 from workers.benchmarks.definition import Benchmark, Metric
 from workers.benchmarks.hackbench import TIME_METRIC, hackbench
+from workers.benchmarks.registry import benchmark
 from workers.lab.hosts import LabHostSettings
 from workers.lab.initramfs import InitramfsError, build_initramfs, module_load_order
 from workers.lab.kernel_image import DistroKernel, debian_kernel, direct_boot_image
-from workers.lab.qemu import QemuRunner, RunFailed, boot_failure, qemu_command, run_qemu
+from workers.lab.qemu import (
+    QemuRunner,
+    RunFailed,
+    boot_failure,
+    guest_argv,
+    qemu_command,
+    run_qemu,
+)
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None,
@@ -114,6 +125,109 @@ def test_reading_a_file_larger_than_the_guest_twice_makes_it_reclaim(kernel):
     assert samples["proc-vmstat.workingset_refault_file"] > 0
 
 
+@pytest.fixture
+def secret_file():
+    """A file holding a random secret where the guest could read it when it was given the
+    host's root: under /var/tmp (the host's /tmp it saw under its scratch disk)."""
+    with tempfile.TemporaryDirectory(prefix="lorelab-secret-", dir="/var/tmp") as tmp:
+        path = Path(tmp) / "smtp-password"
+        secret = secrets.token_hex(16)
+        path.write_text(secret)
+        yield path, secret
+
+
+def snoop(outputs: list[str]) -> Benchmark:
+    """A "benchmark" that looks for the host's files from inside the guest and keeps what it
+    printed in `outputs`: the file given as its parameter, the root it runs in, the 9p shares
+    the guest was given and its PCI devices' classes (a network card is 0x02....). It also
+    replaces the job's boot_id, which the host reads back, by a link to that file."""
+    script = ('cat "$0" 2>&1; rc=$?; echo; echo "cat-rc: $rc"; '
+              'echo "root: $(ls -a / | tr "\\n" " ")"; '
+              'echo "tags: $(cat /sys/bus/virtio/devices/*/mount_tag | tr "\\0\\n" "  ")"; '
+              'echo "pci: $(cat /sys/bus/pci/devices/*/class | tr "\\n" " ")"; '
+              'rm /job/results/boot_id && ln -s "$0" /job/results/boot_id')
+
+    def parse(output: str) -> dict[str, float]:
+        outputs.append(output)
+        return {"snoop.ran": 1.0}
+
+    return Benchmark(name="snoop", command=("sh", "-c", script, "{path}"),
+                     parameters={"path": ""}, parse=parse,
+                     metrics=(Metric("snoop.ran", "", higher_is_better=True),))
+
+
+def _field(output: str, name: str) -> list[str]:
+    [line] = [line for line in output.splitlines() if line.startswith(f"{name}: ")]
+    return line.split()[1:]
+
+
+def test_the_guest_sees_only_usr_and_its_job_not_the_hosts_files(kernel, secret_file):
+    path, secret = secret_file
+    outputs: list[str] = []
+    # The file's path as a parameter: a parameter's value is never copied into the guest.
+    bench = replace(snoop(outputs), parameters={"path": str(path)})
+    runner = QemuRunner(bench, {"A": kernel.vmlinuz, "B": kernel.vmlinuz}, qemu_host(kernel))
+    samples = runner("A", 0, 0)
+    [output] = outputs
+    assert _field(output, "cat-rc") == ["1"] and "No such file or directory" in output
+    assert sorted(_field(output, "root")) == [".", "..", "bin", "dev", "etc", "job", "lib",
+                                              "lib64", "proc", "sbin", "sys", "tmp", "usr"]
+    # No other share the kernel could mount for itself, and no network card either.
+    assert sorted(_field(output, "tags")) == ["hostusr", "job"]
+    assert not [c for c in _field(output, "pci") if c.startswith("0x02")]
+    # The guest's link is a plain file on the host, holding the path it led to.
+    assert {s.boot_id for s in samples} == {str(path)}
+    assert secret not in output + runner.boots[0].console + repr(samples)
+
+
+def test_a_registered_benchmark_runs_its_script_from_outside_usr(kernel):
+    # readtwice.sh lives with the package; its awk is one of Debian's /etc/alternatives links.
+    bench = benchmark("readtwice", mb=64)
+    assert not Path(bench.command[1]).is_relative_to("/usr")
+    runner = QemuRunner(bench, {"A": kernel.vmlinuz, "B": kernel.vmlinuz}, qemu_host(kernel))
+    samples = {s.metric: s.value for s in runner("A", 0, 0)}
+    assert samples["readtwice.throughput"] > 0 and samples["readtwice.seconds"] > 0
+
+
+def test_anon_swap_runs_its_cached_binary_and_swaps(kernel):
+    # The static binary is built into the user's cache; more memory than the guest has goes
+    # out to its swap disk and back.
+    bench = benchmark("anon-swap", mb=160)
+    assert not Path(bench.command[0]).is_relative_to("/usr")
+    runner = QemuRunner(bench, {"A": kernel.vmlinuz, "B": kernel.vmlinuz},
+                        qemu_host(kernel, memory_mb=128))
+    samples = {s.metric: s.value for s in runner("A", 0, 0)}
+    assert samples["anon-swap.throughput"] > 0
+    assert samples["proc-vmstat.pswpout"] > 0 and samples["proc-vmstat.pswpin"] > 0
+
+
+def test_files_outside_the_exported_usr_are_copied_in_and_named_in_the_argv(tmp_path):
+    usr = tmp_path / "usr"
+    (usr / "bin").mkdir(parents=True)
+    (usr / "bin" / "tool").write_bytes(b"")
+    script, other = tmp_path / "a" / "run.sh", tmp_path / "b" / "run.sh"
+    for path in (script, other):
+        path.parent.mkdir()
+        path.write_text("exit 0\n")
+    missing = tmp_path / "missing"
+    argv = ["sh", str(script), str(usr / "bin" / "tool"), "{scratch}", str(other), str(script),
+            str(missing), str(tmp_path), "-x"]
+    guest, copies = guest_argv(argv, str(usr))
+    assert guest == ["sh", "/job/files/run.sh", "/usr/bin/tool", "{scratch}",
+                     "/job/files/1-run.sh", "/job/files/run.sh", str(missing), str(tmp_path),
+                     "-x"]
+    assert copies == {"run.sh": str(script), "1-run.sh": str(other)}
+
+
+@pytest.mark.parametrize("usr", ["/", "/usr/..", "usr", "link-to-root"])
+def test_the_guest_is_never_given_the_hosts_root(usr, tmp_path):
+    (tmp_path / "link-to-root").symlink_to("/")
+    if usr == "link-to-root":
+        usr = str(tmp_path / usr)
+    with pytest.raises(ValueError, match="guest_usr must be an absolute path other than /"):
+        LabHostSettings(name="vm1", runner="qemu", guest_usr=usr)
+
+
 def _qemu_processes_using(path: Path) -> list[int]:
     """Processes whose command line mentions `path` (the runner's boot directories)."""
     found = []
@@ -152,13 +266,13 @@ def test_a_file_that_is_no_kernel_fails_at_once_with_qemus_reason(kernel, tmp_pa
 
 
 def test_a_guest_that_cannot_set_up_the_job_says_what_failed(kernel, tmp_path):
-    # A "host root" with nothing in it: no /proc to bind the guest's /proc onto.
-    empty = tmp_path / "root"
+    # A /usr with nothing in it: no env to run the benchmark with.
+    empty = tmp_path / "usr"
     empty.mkdir()
     runner = QemuRunner(hackbench(), {"A": kernel.vmlinuz, "B": kernel.vmlinuz},
-                        qemu_host(kernel), root=empty)
+                        qemu_host(kernel, guest_usr=str(empty)))
     with pytest.raises(RunFailed, match=r"before the job began \(qemu exited 0\): "
-                                        r"lorelab: error cannot bind /proc into /host/proc"):
+                                        r"lorelab: error no bin/env in the host's /usr"):
         runner("A", 0, 0)
 
 

@@ -9,6 +9,7 @@ configured there is one, `local`, so that the embedded default can run the stand
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass, field
 
 RUNNERS = ("local", "qemu", "ssh")
@@ -34,6 +35,10 @@ class LabHostSettings:
     initramfs_modules: str = ""  # a distro kernel's lib/modules/<version> dir, for 9p/virtio
     scratch_mb: int = 1024  # the ext2 scratch disk for page-cache benchmarks
     swap_mb: int = 512
+    # What the guest may read; never /. Exported read-only and mounted at the guest's /usr,
+    # where the benchmark's programs and their libraries are found (a merged-usr host has all
+    # of them there); the benchmark's own files are copied into the job share instead.
+    guest_usr: str = "/usr"
     # ssh
     address: str = ""  # host name or IP
     user: str = "root"
@@ -50,6 +55,9 @@ class LabHostSettings:
                              f"{', '.join(RUNNERS)}")
         if self.runner == "ssh" and not self.address:
             raise ValueError(f"lab host {self.name!r}: an ssh host needs an address")
+        if not posixpath.isabs(self.guest_usr) or os.path.realpath(self.guest_usr) == "/":
+            raise ValueError(f"lab host {self.name!r}: guest_usr must be an absolute path "
+                             f"other than /, not {self.guest_usr!r}: the guest may read it")
         if self.accel not in ("auto", "kvm", "tcg"):
             raise ValueError(f"lab host {self.name!r}: accel must be auto, kvm or tcg")
         if self.iterations < 1:

@@ -1,11 +1,18 @@
 """The `qemu` runner: boot each kernel in a VM on this host and run the benchmark inside it.
 
 Every call is one fresh boot: a new 9p share holding the job script (workers.lab.job), a new
-ext2 scratch disk and swap disk, and the lorelab initramfs (workers.lab.initramfs). The guest
-mounts the host's root read-only and runs the benchmark binaries installed on the host with
-`chroot /host`, with the scratch disk over the host's /tmp (guest-init.sh says why). The job
+ext2 scratch disk and swap disk, and the lorelab initramfs (workers.lab.initramfs). The job
 writes its results into the share; qemu exits when the guest resets (-no-reboot), or is killed,
 with its whole process group, at the host's timeout.
+
+The kernel under test comes from a patch anyone may post, so the guest gets no network and sees
+none of the host's files but its `/usr` (the lab host's `guest_usr`), read-only: the programs
+benchmarks run and their libraries. The guest runs the benchmark with `chroot /host`, a root
+of its own made by guest-init.sh around that `/usr` (a minimal /etc, the scratch disk as /tmp,
+the job share as /job). The benchmark's own files outside `/usr` (the project's scripts, the
+anon-swap binary in the user's cache) are copied into the share and named there in its argv
+(`guest_argv`). The share takes what the guest writes as plain files (`mapped-file`): a link or
+a device node made there by the guest is never one on the host.
 
 A bzImage whose kernel can be started directly (PVH) is booted as the uncompressed ELF file
 (workers.lab.kernel_image): under TCG the emulated decompressor alone takes seconds.
@@ -19,16 +26,19 @@ used otherwise; each sample records which.
 
 from __future__ import annotations
 
+import io
 import os
+import posixpath
 import re
 import selectors
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,12 +49,21 @@ from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.kernel_image import default_cache_dir, direct_boot_image
 from workers.lab.pairs import Sample
 
-__all__ = ["Boot", "QemuRunner", "RunFailed", "kvm_works", "qemu_command", "run_qemu"]
+__all__ = ["Boot", "QemuRunner", "RunFailed", "guest_argv", "kvm_works", "qemu_command",
+           "run_qemu"]
 
 APPEND = "console=ttyS0 quiet panic=-1"  # panic=-1: a panic resets the guest at once
-GUEST_ROOT = "/host"  # where the guest mounts the host's root
+GUEST_ROOT = "/host"  # the root the guest makes for the benchmark (guest-init.sh)
+GUEST_USR = "/usr"  # where the host's guest_usr is in that root
 SCRATCH = "/tmp"  # the scratch disk as benchmarks in the chroot see it (guest-init.sh)
-RESULTS = "/job/results"  # inside the guest's 9p share `job`
+JOB = "/job"  # the 9p share `job` in the guest, and in the root it makes for the benchmark
+RESULTS = f"{JOB}/results"
+FILES = "files"  # the benchmark's own files, in the share
+# In the share: the links of the guest's /etc/alternatives, without which Debian's awk, nc, ...
+# in /usr/bin lead nowhere. A tar archive: one process unpacks it (a few hundred `ln -s` take
+# seconds under TCG).
+ALTERNATIVES = "alternatives.tar"
+HOST_ALTERNATIVES = Path("/etc/alternatives")
 # Debian's busybox-static prefers its own applets to programs of the same name, even after a
 # chroot: `chroot /host sh` would run busybox's sh (and its dd, date...). The host's `env` looks
 # the command up in the host's PATH instead.
@@ -102,26 +121,33 @@ class Boot:
 
 
 def qemu_command(qemu: str, *, accel: str, cpus: int, memory_mb: int, kernel: Path,
-                 initrd: Path, share: Path | None = None, root: Path | None = None,
+                 initrd: Path, share: Path | None = None, usr: Path | None = None,
                  disks: Sequence[Path] = ()) -> list[str]:
-    """The qemu command line of one boot: serial console on stdout, no display, no reboot.
+    """The qemu command line of one boot: serial console on stdout, no display, no reboot, no
+    network card.
 
-    `share` becomes the 9p tag `job` (read-write), `root` the tag `hostroot` (read-only), and
+    `share` becomes the 9p tag `job` (read-write), `usr` the tag `hostusr` (read-only), and
     `disks` virtio disks /dev/vda, /dev/vdb, ... in order.
     """
     accelerator = {"tcg": ["-accel", "tcg,thread=multi"],
                    # the host's CPU model: benchmarks see the real cache sizes and features
                    "kvm": ["-accel", "kvm", "-cpu", "host"]}[accel]
+    # -nic none: by default qemu adds a card on user-mode networking, through which a guest
+    # reaches the internet and this host's loopback services (10.0.2.2: Redis, PostgreSQL).
     argv = [qemu, *accelerator, "-smp", str(cpus), "-m", str(memory_mb),
             "-kernel", str(kernel), "-initrd", str(initrd), "-append", APPEND,
-            "-display", "none", "-serial", "stdio", "-no-reboot", "-monitor", "none"]
+            "-display", "none", "-serial", "stdio", "-no-reboot", "-monitor", "none",
+            "-nic", "none"]
     if share is not None:
-        argv += ["-virtfs", f"local,path={_option(share)},mount_tag=job,security_model=none,"
-                            "id=job"]
-    if root is not None:
-        # remap: the root spans several file systems whose inode numbers would collide in 9p.
-        argv += ["-virtfs", f"local,path={_option(root)},mount_tag=hostroot,security_model=none,"
-                            "readonly=on,multidevs=remap,id=hostroot"]
+        # mapped-file: links, device nodes and owners the guest makes are plain files and
+        # metadata on the host; with `none` a guest's link would lead the host's reads of the
+        # results anywhere, and a device node made under a root qemu would open a host disk.
+        argv += ["-virtfs", f"local,path={_option(share)},mount_tag=job,"
+                            "security_model=mapped-file,id=job"]
+    if usr is not None:
+        # remap: /usr may span several file systems whose inode numbers would collide in 9p.
+        argv += ["-virtfs", f"local,path={_option(usr)},mount_tag=hostusr,security_model=none,"
+                            "readonly=on,multidevs=remap,id=hostusr"]
     for disk in disks:
         argv += ["-drive", f"file={_option(disk)},if=virtio,format=raw"]
     return argv
@@ -225,6 +251,69 @@ def _sparse_image(path: Path, size_mb: int, tool: str, *options: str) -> Path:
     return path
 
 
+def guest_argv(argv: Sequence[str], usr: str,
+               is_file: Callable[[str], bool] = os.path.isfile
+               ) -> tuple[list[str], dict[str, str]]:
+    """`argv` as the guest runs it, and the files to copy into the share for that: {name in
+    the share's files/ directory: host path}.
+
+    An element that is an absolute path under `usr` becomes the same path under the guest's
+    /usr; one to another existing file (`is_file`) becomes /job/files/<its name>. Give it a
+    benchmark's command template, not a filled-in argv: a parameter's value (which a command
+    mail may set) must never make the host copy a file of its choosing into the guest.
+    """
+    root = posixpath.normpath(usr)
+    names: dict[str, str] = {}  # host path -> name in files/
+    guest: list[str] = []
+    for element in argv:
+        path = posixpath.normpath(element)
+        if not posixpath.isabs(element):
+            guest.append(element)
+        elif path == root or path.startswith(root + "/"):
+            guest.append(GUEST_USR + path[len(root):])
+        elif is_file(element):
+            if path not in names:  # two files of the same name (run.sh) get two names
+                base = posixpath.basename(path)
+                names[path] = base if base not in names.values() else f"{len(names)}-{base}"
+            guest.append(f"{JOB}/{FILES}/{names[path]}")
+        else:
+            guest.append(element)
+    return guest, {name: path for path, name in names.items()}
+
+
+def alternatives_archive(links: Mapping[str, str], usr: str) -> bytes:
+    """A tar archive of those of Debian's /etc/alternatives links (`links`: name -> target)
+    that lead into `usr`, leading to the same files in the guest's /usr."""
+    root = posixpath.normpath(usr)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as archive:
+        for name, target in sorted(links.items()):
+            if target.startswith(root + "/") and "/" not in name:
+                entry = tarfile.TarInfo(name)
+                entry.type, entry.linkname = tarfile.SYMTYPE, GUEST_USR + target[len(root):]
+                archive.addfile(entry)
+    return buffer.getvalue()
+
+
+def host_alternatives(directory: Path = HOST_ALTERNATIVES) -> dict[str, str]:
+    """This host's alternatives links, name -> target (none on a system without them)."""
+    try:
+        return {link.name: os.readlink(link) for link in directory.iterdir()
+                if link.is_symlink()}
+    except FileNotFoundError:
+        return {}
+
+
+def prepare_share(share: Path, copies: Mapping[str, str], alternatives: bytes) -> None:
+    """Copy the benchmark's files into the share (modes kept: executables stay executable) and
+    write the alternatives archive."""
+    if copies:
+        (share / FILES).mkdir()
+        for name, source in copies.items():
+            shutil.copy2(source, share / FILES / name)
+    (share / ALTERNATIVES).write_bytes(alternatives)
+
+
 def boot_failure(boot: Boot, name: str, timeout: float) -> RunFailed | None:
     """Why a boot produced no results to collect, or None when its job ran to the end."""
     stage = "during the job" if "job-begin" in boot.marks else "before the job began"
@@ -250,7 +339,6 @@ class QemuRunner:
     host: LabHostSettings
     cache_dir: Path | None = None  # initramfs archives, unpacked kernels; None: ~/.cache/lorelab
     work_dir: Path | None = None  # each boot's share and disks go in a new directory here
-    root: Path = Path("/")  # given read-only to the guest: the benchmark binaries come from it
     # Boot the uncompressed kernel inside the bzImage when it can be (workers.lab.kernel_image):
     # about 4 s less per boot under TCG.
     direct_boot: bool = True
@@ -287,13 +375,17 @@ class QemuRunner:
             share = work / "share"
             share.mkdir()
             disks = make_disks(work, self.host.scratch_mb, self.host.swap_mb)
-            argv = self.benchmark.argv(kernel=str(self.kernels[kernel]), scratch=SCRATCH)
+            template, copies = guest_argv(self.benchmark.command, self.host.guest_usr)
+            prepare_share(share, copies,
+                          alternatives_archive(host_alternatives(), self.host.guest_usr))
+            argv = replace(self.benchmark, command=tuple(template)).argv(
+                kernel=str(self.kernels[kernel]), scratch=SCRATCH)
             (share / "job.sh").write_text(job_script(
                 self.benchmark, argv, RESULTS, self.host.iterations, prefix=CHROOT))
             command = qemu_command(self.host.qemu, accel=accel, cpus=self.host.cpus,
                                    memory_mb=self.host.memory_mb,
-                                   kernel=self.kernel_file(kernel),
-                                   initrd=initrd, share=share, root=self.root, disks=disks)
+                                   kernel=self.kernel_file(kernel), initrd=initrd,
+                                   share=share, usr=Path(self.host.guest_usr), disks=disks)
             boot = run_qemu(command, self.host.timeout, accel=accel)
             self.boots.append(boot)
             failure = boot_failure(boot, self.benchmark.name, self.host.timeout)
