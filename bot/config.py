@@ -332,6 +332,8 @@ max_age_hours = 72
 # cpus = 2
 # memory_mb = 256
 # accel = "auto"           # KVM when a probe boot works, else TCG
+# guest_usr = "/usr"       # the one host directory the guest may read (never /)
+# pairs_max = 30           # the sequential rule's most pairs (pairs_min = 5 before a look)
 #
 # [[lab_hosts]]
 # name = "lab-epyc"
