@@ -1,9 +1,10 @@
 """The automatic pipeline's planner: which new series versions get a review run, and where.
 
-A version is planned once: when it is complete, recent, and touches a path a suite watches
-(bot.suites). Its tree is the first whose `list_branches` names one of the version's lists, else
-the first tree. A newer version of the same series supersedes the older one's unfinished runs,
-so the lab never spends hours on a version nobody will merge.
+A version is planned once: when it is complete, recent, touches a path a suite watches
+(bot.suites), and its series was not stopped by `#lorelab stop` (bot.stops). Its tree is the
+first whose `list_branches` names one of the version's lists, else the first tree. A newer
+version of the same series supersedes the older one's unfinished runs, so the lab never spends
+hours on a version nobody will merge.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
+from bot.stops import series_stopped
 from bot.suites import suite_for
 
 
@@ -48,7 +50,7 @@ def plan_new_versions(session: Session, settings: Settings,
         paths = [f["path"] for p in version.patches for f in (p.message.files or [])
                  if f.get("path")]
         suite = suite_for(settings.suites, paths)
-        if suite is None:
+        if suite is None or series_stopped(session, version.series_id):
             continue
         superseded = []
         for older in _older_versions(session, version):

@@ -502,3 +502,29 @@ def test_a_mail_outside_any_series_is_told_so(db, tmp_path):
                                      now=thread.clock)
     assert outcome.outcome == "not-understood" and outcome.series_version_id is None
     assert "does not answer a patch series lorelab knows" in outcome.detail
+
+
+def test_after_stop_the_series_gets_no_new_run_and_no_reply_until_a_new_test(db, tmp_path):
+    from bot.planner import plan_new_versions
+    from bot.stops import series_stopped
+    from workers.report_step import compose_for_run
+
+    thread = Thread(db, tmp_path, versions=2)
+    thread.settings.plan.max_age_days = 100000
+    _, [stop] = thread.send(thread.v1[0], ADA, "#lorelab stop")
+    assert stop.outcome == "stopped"
+    with db.session() as session:
+        version = session.get(SeriesVersion, stop.series_version_id)
+        assert series_stopped(session, version.series_id)
+        # mm/vmscan.c is watched, yet neither version is planned
+        assert plan_new_versions(session, thread.settings) == []
+    _, [test] = thread.send(thread.v2[0], ADA, "#lorelab test hackbench")
+    with db.session() as session:
+        assert not series_stopped(session, version.series_id)  # a newer test lifts it
+    # Johannes (a maintainer on the thread) stops it while the run waits: no reply comes.
+    _, [stopped] = thread.send(thread.v2[0], HANNES, "#lorelab stop")
+    assert stopped.outcome == "stopped"
+    with db.session() as session:
+        run = session.get(Run, test.run_ids[0])
+        reply, why = compose_for_run(session, thread.settings, run)
+        assert reply is None and "#lorelab stop" in why

@@ -4,7 +4,7 @@
 - The base built but the patched tree did not: a build-failure reply quoting the first errors.
 - The benchmarks ran: the benchmark reply, every verdict recomputed from the stored samples.
 - Anything else (the base does not build, the lab failed): no reply; the author cannot fix it,
-  and the status page shows why.
+  and the status page shows why. Nor after `#lorelab stop` for the series (bot.stops).
 The reply's Message-ID derives from the series version, so a repeated step finds the stored
 reply instead of writing a second one.
 """
@@ -35,6 +35,7 @@ from bot.report.failure_reply import (
 from bot.report.from_db import answered_message, parent_message, reply_options, series_info
 from bot.report.outbox import enqueue
 from bot.report.results import BenchmarkReplyContext, BuildInfo, Machine
+from bot.stops import series_stopped
 from workers import steps
 from workers.benchmarks.registry import benchmark as make_benchmark
 from workers.lab.campaign import campaign_policy, judge_campaign
@@ -72,6 +73,8 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     """The reply a finished review run calls for, or None and why none."""
     version = session.get(SeriesVersion, run.series_version_id)
     assert version is not None
+    if series_stopped(session, version.series_id):
+        return None, "#lorelab stop was said for this series: no replies about it"
     by_name = {s.name: s for s in run.steps}
     apply, base, patched = by_name["apply"], by_name["build-base"], by_name["build-patched"]
     parent = parent_message(answered_message(version))
