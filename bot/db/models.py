@@ -389,8 +389,9 @@ class RunStep(Base):
 class LabCampaign(Base):
     """One benchmark compared between two kernels on one lab host, in interleaved pairs.
 
-    Part of a review run (`run_id`) or asked for directly (`lorelab bench`, no run). The verdicts
-    in `result` are recomputed from the raw samples whenever they are shown; they are a cache."""
+    Part of a review run (`run_id`) or asked for directly (`lorelab bench`, no run). `result`
+    holds the verdicts computed from the raw samples when the campaign ended (what the status
+    page shows); the report step computes them again from the samples for the reply."""
 
     __tablename__ = "lab_campaigns"
 
