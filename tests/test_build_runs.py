@@ -194,17 +194,26 @@ class _Listener:
 
 
 def test_sandbox_keeps_a_patched_makefile_off_the_network_and_away_from_secrets(tmp_path):
+    # The worker's home holds the tree, the build directory, the database and an SSH key: the
+    # tree still builds, and the key and the database cannot be read.
+    home = tmp_path / "home"
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True)
+    key.write_text(f"PRIVATE KEY {SECRET}\n")
     server = _Listener()
     probe = (f"\t@python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", "
              f"{server.port}), 3)' && echo NET-REACHED || echo NET-BLOCKED\n"
              "\t@echo \"secret=[$$LORELAB_SMTP_PASSWORD]\"\n"
              "\t@cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c SMTP_PASSWORD"
              " || echo no-environ-leak\n"
-             "\t@touch $(srctree)/pwned 2>/dev/null || echo SRC-READONLY")
+             "\t@touch $(srctree)/pwned 2>/dev/null || echo SRC-READONLY\n"
+             f"\t@cat {key} {home}/lorelab.db 2>&1 | head -c 200 || true\n"
+             f"\t@echo \"ssh=[$$(ls -A {key.parent})]\"")
     # bzImage is phony: its recipe runs on every build
     evil = Change("Makefile", "bzImage: $(IMAGE)", ("bzImage: $(IMAGE)\n" + probe,),
                   "kbuild: say when the image is ready", "Friendlier.")
-    lab = Lab(tmp_path, changes=(evil,))
+    lab = Lab(home, changes=(evil,))
+    lab.cli.env["HOME"] = str(home)
     # on a non-loopback-only host the probe is also reachable: prove the server answers here
     socket.create_connection(("127.0.0.1", server.port), 3).close()
     assert server.settled() == 1
@@ -218,6 +227,7 @@ def test_sandbox_keeps_a_patched_makefile_off_the_network_and_away_from_secrets(
     assert server.settled() == 1
     assert SECRET not in log and "secret=[]" in log and "no-environ-leak" in log
     assert "SRC-READONLY" in log and not list(lab.work.rglob("pwned"))
+    assert "SQLite format" not in log and "ssh=[]" in log
 
 
 def test_sandbox_refuses_paths_outside_the_tree():

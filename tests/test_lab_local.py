@@ -104,12 +104,16 @@ def test_a_run_that_fails_or_prints_no_result_is_a_run_failure(tmp_path):
 
 def test_a_program_built_from_a_patch_runs_without_secrets_network_or_a_writable_tree(
         tmp_path, monkeypatch):
-    # The "kernel" is the patched program: it tries to read a secret from its environment,
-    # reach a server on this host, and write next to itself. None of that may work.
+    # The "kernel" is the patched program, under the worker's home: it tries to read a secret
+    # from its environment and one from the home's .ssh, reach a server on this host, and
+    # write next to itself. None of that may work.
     import socket
 
     secret = "lorelab-secret-" + str(id(tmp_path))
     monkeypatch.setenv("LORELAB_SMTP_PASSWORD", secret)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "id_ed25519").write_text(secret)
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -120,6 +124,7 @@ def test_a_program_built_from_a_patch_runs_without_secrets_network_or_a_writable
             "env | grep -c lorelab-secret || true\n"
             f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo reached || echo isolated\n"
             f"touch {tmp_path}/written 2>/dev/null && echo wrote || echo read-only\n"
+            f"cat {tmp_path}/.ssh/id_ed25519 2>/dev/null || echo hidden\n"
             "echo 'ops/s: 1'\n")
         probe.chmod(0o755)
         outputs: list[str] = []
@@ -134,5 +139,5 @@ def test_a_program_built_from_a_patch_runs_without_secrets_network_or_a_writable
         server.settimeout(0.5)
         with pytest.raises(TimeoutError):
             server.accept()  # nobody connected
-    assert outputs[0].splitlines()[:3] == ["0", "isolated", "read-only"]
+    assert outputs[0].splitlines()[:4] == ["0", "isolated", "read-only", "hidden"]
     assert not (tmp_path / "written").exists()

@@ -186,9 +186,11 @@ def build_commit(
         writable = [objdir] + ([ccache_dir] if "CCACHE_DIR" in extra else [])
 
         def make(*args: str) -> tuple[bool, str, str]:
+            # The worktree's .git file points into the repository: make runs git there
+            # (scripts/setlocalversion), so it stays readable wherever it is.
             result = run_sandboxed(["make", f"O={objdir}", *make_vars, *args], cwd=src,
-                                   writable=writable, limits=_limits(settings), env=env,
-                                   readonly_root=settings.readonly_root)
+                                   writable=writable, readable=[repo], limits=_limits(settings),
+                                   env=env, readonly_root=settings.readonly_root)
             return result.returncode == 0 and not result.timed_out, result.output, \
                 result.isolation
 

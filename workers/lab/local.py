@@ -5,7 +5,8 @@ A and B are two paths (for the simulator, two built `arch/x86/boot/bzImage` file
 the benchmark's `{kernel}` parameter. A program built from a patch is a stranger's code, so the
 job runs in the build sandbox (workers.sandbox): no network but a loopback of its own, an
 environment of nothing but the allow-list, the filesystem read-only but for the job's own
-directories, resource limits, and the whole job killed at the timeout.
+directories, the host's secrets hidden but for the programs and scripts in the job's command,
+resource limits, and the whole job killed at the timeout.
 
 The job script (workers.lab.job) reads /proc/vmstat (and the benchmark memcg's memory.stat)
 around each run; the changes are recorded beside the results as `proc-vmstat.<name>` and
@@ -51,18 +52,22 @@ class LocalRunner:
             script = work / "job.sh"
             script.write_text(job_script(self.benchmark, argv, str(work / "results"),
                                          self.iterations))
-            _run(script, work, scratch, self.timeout, self.benchmark.name)
+            # The programs and scripts the job runs (the kernel under the artifact cache,
+            # anon-swap under the user's cache) stay readable; the rest of home is hidden.
+            readable = [Path(arg) for arg in argv if os.path.isabs(arg) and os.path.exists(arg)]
+            _run(script, work, scratch, readable, self.timeout, self.benchmark.name)
             boot = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
                             host=self.host, accel="none", time=started)
             return collect(self.benchmark, work / "results", self.iterations, boot)
 
 
-def _run(script: Path, work: Path, scratch: Path, timeout: float, name: str) -> None:
+def _run(script: Path, work: Path, scratch: Path, readable: list[Path], timeout: float,
+         name: str) -> None:
     limits = Limits(cpu_seconds=max(1, int(timeout)) * (os.cpu_count() or 1),
                     memory_mb=_memory_mb(), wall_seconds=timeout, max_log_bytes=64 * 1024)
     try:
         result = run_sandboxed(["sh", str(script)], cwd=work, writable=[work, scratch],
-                               limits=limits, env=minimal_env(work))
+                               readable=readable, limits=limits, env=minimal_env(work))
     except SandboxError as exc:
         raise RunFailed(f"{name}: not run: {exc}") from None
     if result.timed_out:

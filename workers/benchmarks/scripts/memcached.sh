@@ -49,12 +49,17 @@ listening() {
 # Another server on the port would be measured instead of ours.
 listening && die "127.0.0.1:$port is already in use; choose another port"
 
+# memaslap's default key, value and command mix: without -F it writes them to .memslap.cnf in
+# the passwd home directory, which the sandbox hides (and a guest may not have).
+config=$(mktemp) || die "cannot make a temporary file (is TMPDIR writable?)"
+printf 'key\n64 64 1\nvalue\n1024 1024 1\ncmd\n0 0.1\n1 0.9\n' > "$config"
+
 as_root=
 [ "$(id -u)" -eq 0 ] && as_root="-u root"  # memcached refuses to run as root without -u
 # shellcheck disable=SC2086
 memcached -l 127.0.0.1 -p "$port" -U 0 -m "$mb" $as_root &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$config"' EXIT
 trap 'exit 1' INT TERM
 
 tries=0
@@ -66,5 +71,5 @@ until listening; do
 done
 
 # -S: print the latency statistics once, at the end.
-$driver -s "127.0.0.1:$port" -t "${seconds}s" -S "${seconds}s" -T "$threads" \
+$driver -s "127.0.0.1:$port" -F "$config" -t "${seconds}s" -S "${seconds}s" -T "$threads" \
   -c "$concurrency" -X "$value" -w "$window" || die "$driver failed"
