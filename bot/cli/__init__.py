@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -34,6 +35,9 @@ def _root(
     ),
 ) -> None:
     context.CONFIG_PATH = config
+    if config:
+        # Also for the build sandbox, which hides the config file's directory from patches.
+        os.environ["LORELAB_CONFIG"] = os.path.abspath(config)
 
 
 def _register() -> None:
