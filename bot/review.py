@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import sqlalchemy as sa
 
@@ -62,7 +63,7 @@ def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail]
 
     match = _LORE_URL.match(ref)
     if match:
-        base, msgid = match[1], match[2]
+        base, msgid = match[1], unquote(match[2])
     elif "@" in ref and "/" not in ref:
         base, msgid = lore_base, ref.strip().strip("<>")
     else:
@@ -137,24 +138,31 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
     with db.session() as session:
         dispatch(session.get(Run, run_id), settings)  # type: ignore[arg-type]
     if settings.celery.broker_url:
-        wait_for_run(db, run_id)
+        celery = settings.celery
+        wait_for_run(db, run_id, timeout=2 * celery.build_time_limit + celery.bench_time_limit
+                     + 2 * celery.apply_time_limit)
     outcome = run_outcome(db, run_id)
     outcome.ingest = summary
     return outcome
 
 
-def wait_for_run(db: Database, run_id: int, poll: float = 0.5) -> None:
+def wait_for_run(db: Database, run_id: int, timeout: float, poll: float = 0.5) -> None:
+    """Until the workers finish the run; ReviewError after `timeout` seconds (every step's
+    time limit: a run that is not done by then waits for a worker that is not there)."""
     import time
 
     from workers.pipeline import FINISHED
 
-    while True:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         with db.session() as session:
             run = session.get(Run, run_id)
             assert run is not None
             if run.state in FINISHED and all(s.state != "running" for s in run.steps):
                 return
         time.sleep(poll)
+    raise ReviewError(f"run {run_id} did not finish in {timeout:.0f} s: are workers serving "
+                      f"its queues? `lorelab runs show {run_id}` shows where it stands")
 
 
 def run_outcome(db: Database, run_id: int) -> ReviewOutcome:

@@ -39,7 +39,7 @@ from bot.stops import series_stopped
 from workers import steps
 from workers.benchmarks.registry import benchmark as make_benchmark
 from workers.lab.campaign import campaign_policy, judge_campaign
-from workers.lab.hosts import find_host
+from workers.lab.hosts import LabHostSettings, find_host
 
 BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest", "bare": "bare metal", "none": "bare metal"}
 
@@ -111,7 +111,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     host = find_host(settings.lab_hosts, run.runner)
     ctx_bench = BenchmarkReplyContext(
         parent=parent, series=series, tree=tree,
-        machine=_machine(host.name, host.cpus, measured[0].accel if measured else "none"),
+        machine=_machine(host, measured[0].accel if measured else "none"),
         build=_build_info(settings, base.result),
         policy=campaign_policy(campaigns[0], measured),
         benchmarks=results,
@@ -163,7 +163,9 @@ def _build_info(settings: Settings, build: dict[str, Any]) -> BuildInfo:
                      compiler=str(record.get("compiler", "")))
 
 
-def _machine(host: str, cpus: int, accel: str) -> Machine:
+def _machine(host: LabHostSettings, accel: str) -> Machine:
+    """The machine the samples came from: this worker's CPU (a guest runs on it), with the
+    guest's memory for a qemu host; an ssh host is described by its name alone."""
     model, memory = platform.processor() or platform.machine(), ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -176,7 +178,12 @@ def _machine(host: str, cpus: int, accel: str) -> Machine:
                 break
     except OSError:
         pass
-    return Machine(cpu=model, cores=cpus, memory=memory, boot=BOOTS.get(accel, accel), host=host)
+    if host.runner == "qemu":
+        memory = f"{host.memory_mb} MiB"
+    elif host.runner == "ssh":
+        model, memory = f"lab machine {host.address}", ""
+    return Machine(cpu=model, cores=host.cpus, memory=memory, boot=BOOTS.get(accel, accel),
+                   host=host.name)
 
 
 def _reproduce(version: SeriesVersion, run: Run) -> tuple[str, ...]:
