@@ -110,15 +110,20 @@ def test_bench_compares_a_kernel_with_itself_and_stores_every_sample(tmp_path):
     assert campaign["k_max"] == 8  # --pairs-max over the host's own
     throughput = campaign["metrics"][0]
     assert throughput["metric"] == "reclaim-sim.throughput"
-    # The same kernel on both sides: never a change beyond the smallest one of interest.
-    assert not (throughput["verdict"] in ("improvement", "regression")
-                and abs(throughput["change_pct"]) > 5), throughput
+    # The same kernel on both sides: the estimate stays near zero. (Whether the rule calls it
+    # a change is a 5% chance by design; bench/verdicts.py measures that rate, not this test.)
+    assert abs(throughput["change_pct"]) < 15, throughput
     with db.session() as session:
         stored = session.scalars(sa.select(LabSample).where(
             LabSample.campaign_id == campaign["id"])).all()
         boots = {(s.kernel, s.pair_index, s.position) for s in stored}
         assert len(boots) == 2 * (campaign["pairs"] + 1)  # one warm-up pair, kept apart
         assert sum(s.warmup for s in stored) == sum(1 for s in stored if s.pair_index == 0)
+    # `lorelab analyze ID` judges the stored samples again: the same verdict.
+    analyzed = review.cli.json("analyze", str(campaign["id"]))
+    again = next(m for m in analyzed if m["metric"] == "reclaim-sim.throughput")
+    assert (again["verdict"], again["change_pct"]) == (throughput["verdict"],
+                                                       throughput["change_pct"])
     hosts = review.cli.json("lab", "hosts")
     assert [(h["name"], h["runner"], h["queue"]) for h in hosts] == [
         ("here", "local", "lab.here")]

@@ -1,8 +1,8 @@
 """`lorelab analyze RESULTS`: the verdict on every metric of a benchmark run.
 
-RESULTS is a recorded-results file (`lorelab-results/1`, see bot/report/results_file.py): the raw
-per-boot samples of a run. Lab runs stored by the bench stage will be accepted by id as well once
-that stage exists. The comparisons are recomputed from the samples every time, never stored.
+RESULTS is a recorded-results file (`lorelab-results/1`, see bot/report/results_file.py) or the
+id of a lab campaign (`lorelab bench` prints it; `lorelab runs show` lists a review run's): the
+raw per-boot samples either way. The comparisons are recomputed from the samples every time.
 """
 
 from __future__ import annotations
@@ -42,17 +42,41 @@ def load_results_file(path: Path) -> tuple[Any, Any]:
         raise UserError(f"{path}: {exc}") from None
 
 
+def campaign_results(campaign_id: int) -> tuple[str, Any]:
+    """(title, judged BenchmarkResult) of a stored lab campaign, from its samples."""
+    from bot.cli.database import open_database
+    from bot.db.models import LabCampaign
+    from workers.benchmarks.registry import benchmark
+    from workers.lab.campaign import judge_campaign
+
+    with open_database().session() as session:
+        campaign = session.get(LabCampaign, campaign_id)
+        if campaign is None:
+            raise UserError(f"no lab campaign {campaign_id} (and no such file)", 66)
+        judged = judge_campaign(campaign, benchmark(campaign.benchmark, **campaign.parameters))
+        title = (f"campaign {campaign.id}: {campaign.benchmark} on {campaign.host}, "
+                 f"{campaign.kernel_a} against {campaign.kernel_b}")
+    return title, judged
+
+
 def analyze(
-    results: Path = typer.Argument(..., help="A recorded-results file (lorelab-results/1)."),
+    results: str = typer.Argument(..., help="A recorded-results file (lorelab-results/1), or "
+                                  "a lab campaign's id."),
     as_json: bool = typer.Option(False, "--json", help="Print every metric's verdict as JSON."),
 ) -> None:
     """Judge every metric of a benchmark run, base against patched."""
-    context, _ = load_results_file(results)
-    rows = [{"benchmark": b.label, **m.as_dict()} for b in context.benchmarks for m in b.metrics]
+    if results.isdigit() and not Path(results).exists():
+        title, judged = campaign_results(int(results))
+        benchmarks = (judged,)
+    else:
+        context, _ = load_results_file(Path(results))
+        title = f"{context.series.title} (v{context.series.version})"
+        benchmarks = context.benchmarks
+    rows = [{"benchmark": b.label, **m.as_dict()} for b in benchmarks for m in b.metrics]
     if as_json:
         emit_json(rows)
         return
-    table = Table(title=f"{context.series.title} (v{context.series.version})", title_justify="left")
+    table = Table(title=title, title_justify="left")
     for column in ("benchmark", "metric", "change", "95% CI", "p", "verdict"):
         table.add_column(column, overflow="fold")
     for r in rows:
