@@ -161,20 +161,20 @@ allowed_lists = ["{LIST_ADDRESS}"]
 
 def _check_status_page(db_url: str, tmp_path: Path, version_id: int, verdict: str) -> None:
     """The status page on the same PostgreSQL database shows the series and its verdict."""
-    from fastapi.testclient import TestClient
+    import requests
 
     from bot.config import load_settings
     from bot.db.models import SeriesVersion
-    from bot.web.app import create_app
+    from tests.web_server import serving
 
     settings = load_settings(tmp_path / "config.toml", env={"LORELAB_DATABASE_URL": db_url})
     db = Database(db_url)
     with db.session() as session:
         series_id = session.get(SeriesVersion, version_id).series_id  # type: ignore[union-attr]
     db.dispose()
-    client = TestClient(create_app(settings))
-    front = client.get("/")
-    assert front.status_code == 200 and "batch reclaim event counter updates" in front.text
-    page = client.get(f"/series/{series_id}")
+    with serving(settings) as base:
+        front = requests.get(f"{base}/", timeout=30)
+        assert front.status_code == 200 and "batch reclaim event counter updates" in front.text
+        page = requests.get(f"{base}/series/{series_id}", timeout=30)
     assert page.status_code == 200
     assert verdict.split(" (")[0] in page.text and "<svg" in page.text
