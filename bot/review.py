@@ -119,8 +119,16 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
 
     With the embedded default (no broker) every step runs here, now; with a broker the steps go
     to the workers and this waits for the run to finish."""
+    from workers.benchmarks.spec import from_spec
+    from workers.lab.hosts import find_host
     from workers.pipeline import create_run, dispatch
 
+    try:  # a typo should cost nothing: checked before anything is fetched or built
+        find_host(settings.lab_hosts, runner)
+        for spec in benchmarks or []:
+            from_spec(spec)
+    except ValueError as exc:
+        raise ReviewError(str(exc)) from None
     mails, asked = thread_mails(ref, settings.ingest.lore_url or DEFAULT_LORE)
     tree = tree_for(settings, tree_path)
     summary = ingest(db, mails, settings=settings.ingest, known_lists=settings.lists)

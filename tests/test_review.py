@@ -87,6 +87,11 @@ def test_a_series_that_does_not_apply_gets_the_does_not_apply_reply(tmp_path):
     git(review.tree, "commit", "-q", "-am", "mm/vmscan: batch by 8")
     code, outcome = review.review("--base", "master")
     assert code == 12 and outcome["verdict"] == "does not apply"
+    for wrong, said in ((("--runner", "nowhere"), b"no lab host 'nowhere'"),
+                        (("--bench", "hackbnech"), b"no benchmark 'hackbnech'")):
+        proc = review.cli.run("review", str(review.mbox), "--tree", str(review.tree), *wrong,
+                              check=False)
+        assert proc.returncode not in (0, 10, 11) and said in proc.stderr, proc.stderr
     assert [s["state"] for s in outcome["steps"]][:1] == ["failed"]
     assert "mm/vmscan.c" in outcome["reply"] and "X-Lorelab-Kind: does-not-apply" in \
         outcome["reply"]
