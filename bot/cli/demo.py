@@ -29,7 +29,7 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome a
                    "steps": outcome.steps, "reply_state": outcome.reply_state,
                    "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
         return
-    print_outcome(out, outcome)
+    print_outcome(out, outcome, exit_status=False)
     out.print()
     out.print(f"everything is in {result.database_url}; look around with:", soft_wrap=True)
     out.print(f"  lorelab -c {result.config} serve      # the status page", soft_wrap=True)

@@ -56,9 +56,9 @@ def review(
     raise typer.Exit(outcome.exit_code)
 
 
-def print_outcome(out, outcome) -> None:  # type: ignore[no-untyped-def]
-    out.print(f"run {outcome.run_id}: {outcome.verdict_class} "
-              f"(exit status {outcome.exit_code})")
+def print_outcome(out, outcome, exit_status: bool = True) -> None:  # type: ignore[no-untyped-def]
+    status = f" (exit status {outcome.exit_code})" if exit_status else ""
+    out.print(f"run {outcome.run_id}: {outcome.verdict_class}{status}")
     if outcome.reply is None:
         out.print("no reply: " + (next((s["error"] for s in outcome.steps if s["error"]), "")
                                   or "nothing to report"))
