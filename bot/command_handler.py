@@ -49,7 +49,7 @@ from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, ut
 from bot.db.session import Database
 from bot.mail import parse_message
 from bot.maintainers import Maintainers, read_maintainers
-from bot.planner import tree_for
+from bot.planner import planned_tree
 from bot.report.command_reply import CommandAnswer, compose_command_reply
 from bot.report.context import ParentMessage
 from bot.report.from_db import parent_message, reply_options
@@ -160,7 +160,7 @@ class _Handler:
         """The MAINTAINERS of the tree the version is tested on (none without a tree)."""
         if not self.settings.trees:
             return Maintainers([])
-        tree = find_tree(self.settings, tree_for(session, self.settings, version))
+        tree = find_tree(self.settings, planned_tree(session, self.settings, version))
         if tree.name not in self._maintainers:
             self._maintainers[tree.name] = read_maintainers(Path(tree.path) / "MAINTAINERS")
         return self._maintainers[tree.name]
@@ -194,7 +194,7 @@ class _Handler:
             return Requester(sender, allow_listed=allow_listed)
         if sender == version.author_email.strip().lower():
             return Requester(sender, author=True, allow_listed=allow_listed)
-        maintainers = self.maintainers(session, version).maintainers_for(touched_files(version))
+        maintainers = self.maintainers(session, version).maintainers_for(version.touched_files)
         maintainer = (sender in maintainers
                       and sender in thread_addresses(session, message, version))
         return Requester(sender, maintainer=maintainer, allow_listed=allow_listed)
@@ -277,8 +277,8 @@ class _Handler:
             return "refused", ("lorelab cannot test this series: no kernel tree is configured. "
                                "Nothing was queued."), (), None
         else:
-            suite = suite_for(self.settings.suites, touched_files(version))
-            wanted = _Wanted(tree_for(session, self.settings, version),
+            suite = suite_for(self.settings.suites, version.touched_files)
+            wanted = _Wanted(planned_tree(session, self.settings, version),
                              list(command.benchmarks) or (suite.benchmarks if suite else []),
                              command.base, (suite.lab_host or None) if suite else None)
         # Two people asking for the same test get one run.
@@ -383,17 +383,6 @@ def find_version(session: Session, message: Message) -> SeriesVersion | None:
                           .where(SeriesVersion.thread_id == message.thread_id)
                           .order_by(SeriesVersion.version.desc(), SeriesVersion.id.desc())
                           .limit(1))
-
-
-def touched_files(version: SeriesVersion) -> list[str]:
-    """Every path the version's patches touch (both names of a rename)."""
-    paths: dict[str, None] = {}
-    for patch in version.patches:
-        for change in patch.message.files or ():
-            for key in ("old_path", "path"):
-                if change.get(key):
-                    paths.setdefault(change[key], None)
-    return list(paths)
 
 
 def thread_addresses(session: Session, message: Message, version: SeriesVersion) -> set[str]:

@@ -47,9 +47,7 @@ def plan_new_versions(session: Session, settings: Settings,
         .order_by(SeriesVersion.id)).all()
     planned = []
     for version in candidates:
-        paths = [f["path"] for p in version.patches for f in (p.message.files or [])
-                 if f.get("path")]
-        suite = suite_for(settings.suites, paths)
+        suite = suite_for(settings.suites, version.touched_files)
         if suite is None or series_stopped(session, version.series_id):
             continue
         superseded = []
@@ -57,7 +55,8 @@ def plan_new_versions(session: Session, settings: Settings,
             for run in older_runs(session, older):
                 if cancel_run(session, run, state="superseded"):
                     superseded.append(run.id)
-        run = create_run(session, version, kind="review", tree=tree_for(session, settings, version),
+        run = create_run(session, version, kind="review",
+                         tree=planned_tree(session, settings, version),
                          benchmarks=list(suite.benchmarks), runner=suite.lab_host or None,
                          trigger="auto")
         planned.append(Planned(run.id, version.id, suite.name, tuple(superseded)))
@@ -74,7 +73,7 @@ def _older_versions(session: Session, version: SeriesVersion) -> list[int]:
         SeriesVersion.version < version.version)))
 
 
-def tree_for(session: Session, settings: Settings, version: SeriesVersion) -> str:
+def planned_tree(session: Session, settings: Settings, version: SeriesVersion) -> str:
     """The tree a version is tested on (also for `#lorelab test`, bot.command_handler)."""
     lists = set(session.scalars(
         sa.select(MailingList.name).join(MessageList, MessageList.list_id == MailingList.id)

@@ -22,7 +22,9 @@ from bot.db.models import Message, OutboxReply, Patch, Run, SeriesVersion
 from bot.db.session import Database
 from bot.ingest.sources import RawMail, iter_mbox
 from bot.ingest.store import IngestSummary, ingest
+from bot.mail import parse_message
 from bot.plan import TreeSettings, tree_at
+from bot.suites import suite_for
 
 DEFAULT_LORE = "https://lore.kernel.org/all"
 _LORE_URL = re.compile(r"^(https?://[^/]+(?:/[^/]+)?)/([^/]+@[^/]+)(?:/.*)?$")
@@ -132,11 +134,15 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
     mails, asked = thread_mails(ref, settings.ingest.lore_url or DEFAULT_LORE)
     tree = tree_for(settings, tree_path)
     summary = ingest(db, mails, settings=settings.ingest, known_lists=settings.lists)
-    msgids = [_msgid(m.data) for m in mails]
+    # As ingest names them (a mail without a Message-ID gets its deterministic one).
+    msgids = [parse_message(m.data).msgid for m in mails]
     with db.session() as session:
-        version = find_version(session, [m for m in msgids if m], asked)
+        version = find_version(session, msgids, asked)
+        if not benchmarks:  # the suite watching the touched files says what to run
+            suite = suite_for(settings.suites, version.touched_files)
+            benchmarks = list(suite.benchmarks) if suite else []
         run = create_run(session, version, kind="review", tree=tree.name, base=base,
-                         benchmarks=benchmarks or [], runner=runner, trigger="cli")
+                         benchmarks=benchmarks, runner=runner, trigger="cli")
         run_id, title, number = run.id, version.title, version.version
     if on_ingested is not None:
         on_ingested(summary, f"{title} (v{number})")
@@ -212,9 +218,3 @@ def _verdict_class(session: sa.orm.Session, run: Run, steps: dict[str, Any]) -> 
     if "improvement" in verdicts:
         return "improvement"
     return "no change"
-
-
-def _msgid(raw: bytes) -> str | None:
-    head = raw.split(b"\n\n", 1)[0].decode("utf-8", "replace")
-    match = re.search(r"(?im)^message-id:\s*<?([^>\s]+)>?", head)
-    return match[1] if match else None

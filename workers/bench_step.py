@@ -15,9 +15,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bot.config import Settings
-from bot.db.models import LabCampaign, RunStep, SeriesVersion
+from bot.db.models import LabCampaign, RunStep
 from bot.db.session import Database
-from bot.suites import suite_for
 from workers import steps
 from workers.benchmarks.definition import Benchmark
 from workers.benchmarks.spec import from_spec
@@ -26,16 +25,6 @@ from workers.lab.hosts import LabHostSettings, find_host
 from workers.lab.runners import make_runner
 
 KERNEL_FILE = "bzImage"
-
-
-def review_benchmarks(settings: Settings, version: SeriesVersion, asked: list[str]) -> list[str]:
-    """What a review run benchmarks: what was asked for, else its suite's benchmarks."""
-    if asked:
-        return asked
-    paths = [f["path"] for p in version.patches for f in (p.message.files or [])
-             if f.get("path")]
-    suite = suite_for(settings.suites, paths)
-    return list(suite.benchmarks) if suite else []
 
 
 def review_host(settings: Settings, run_runner: str | None) -> LabHostSettings:
@@ -56,9 +45,7 @@ def run_bench_step(db: Database, settings: Settings, step_id: int,
         if built:
             kernels = {kernel: Path(builds[name].result["artifact_dir"]) / KERNEL_FILE
                        for kernel, name in (("A", "build-base"), ("B", "build-patched"))}
-        version = session.get(SeriesVersion, run.series_version_id)
-        assert version is not None
-        names = review_benchmarks(settings, version, list(run.benchmarks or []))
+        names = list(run.benchmarks or [])
         run_id, runner_name = run.id, run.runner
         base, patched = run.base_commit, run.patched_commit
     if not built:

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 import typer
 from rich.table import Table
+from sqlalchemy.orm import Session
 
 from bot.cli.context import UserError, console, emit_json, settings, stdout_console
 from bot.cli.database import open_database
@@ -216,8 +217,7 @@ def runs_show(run_id: int = typer.Argument(..., help="Run id."),
     """One run: base and why, each step's state, host, times, errors and conflicts."""
     db = open_database()
     with db.session() as session:
-        if session.get(Run, run_id) is None:
-            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        _run(session, run_id)
     _finish(db, run_id, as_json, waited=False)
 
 
@@ -229,9 +229,7 @@ def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = 
 
     db = open_database()
     with db.session() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        run = _run(session, run_id)
         if not pending_steps(run):
             raise UserError(f"run {run_id} is done; nothing to resume")
         for step in pending_steps(run):
@@ -247,13 +245,18 @@ def retest_command(run_id: int = typer.Argument(..., help="The run to do again."
 
     db = open_database()
     with db.session() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        run = _run(session, run_id)
         new_id = retest_run(session, run, trigger="retest").id
     if not as_json:
         console.print(f"run {new_id}: a retest of run {run_id}")
     _send(db, new_id, wait, as_json)
+
+
+def _run(session: Session, run_id: int) -> Run:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+    return run
 
 
 def _send(db: Database, run_id: int, wait: bool, as_json: bool) -> None:
@@ -277,9 +280,7 @@ def runs_cancel(run_id: int = typer.Argument(..., help="Run id."),
 
     db = open_database()
     with db.session() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise UserError(f"no run {run_id}; `lorelab runs list` shows the ids")
+        run = _run(session, run_id)
         if not cancel_run(session, run):
             raise UserError(f"run {run_id} has {run.state} already; nothing to cancel")
     _finish(db, run_id, as_json, waited=False)

@@ -207,6 +207,17 @@ class SeriesVersion(Base):
         back_populates="version", order_by="Patch.index", cascade="all, delete-orphan"
     )
 
+    @property
+    def touched_files(self) -> list[str]:
+        """Every path the version's patches touch (both names of a rename), in patch order."""
+        paths: dict[str, None] = {}
+        for patch in self.patches:
+            for change in patch.message.files or ():
+                for key in ("old_path", "path"):
+                    if change.get(key):
+                        paths.setdefault(change[key], None)
+        return list(paths)
+
 
 class Patch(Base):
     """Patch N of a series version. Subject, files and diffstat are the message's."""
