@@ -61,6 +61,7 @@ def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail]
     path = Path(ref)
     if path.exists():
         return list(iter_mbox(path)), None
+    from bot.ingest.http import FetchError
     from bot.ingest.lore import LoreSource
 
     match = _LORE_URL.match(ref)
@@ -70,7 +71,11 @@ def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail]
         base, msgid = lore_base, ref.strip().strip("<>")
     else:
         raise ReviewError(f"{ref!r} is neither a file, a lore URL nor a message-id")
-    raws = LoreSource(base, None).thread(msgid)
+    try:
+        raws = LoreSource(base, None).thread(msgid)
+    except FetchError as exc:
+        raise ReviewError(f"cannot fetch the thread of <{msgid}> from {base}: {exc}; check the "
+                          "URL (or [ingest] lore_url) and that the archive answers") from None
     if not raws:
         raise ReviewError(f"{base} has no thread with <{msgid}>")
     return [RawMail(raw, f"lore:{base}/{msgid}#{i}") for i, raw in enumerate(raws, 1)], msgid

@@ -293,7 +293,7 @@ def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp
 
 
 def test_review_fetches_the_thread_from_a_lore_url_or_a_message_id(tmp_path):
-    from tests.pi_server import PublicInbox, missing_reason
+    from tests.pi_server import PublicInbox, free_port, missing_reason
 
     reason = missing_reason()
     if reason:
@@ -318,5 +318,11 @@ def test_review_fetches_the_thread_from_a_lore_url_or_a_message_id(tmp_path):
                                  check=False, LORELAB_INGEST_LORE_URL=pi.base_url)
         assert missing.returncode != 0 and b"has no thread with <nobody@example.org>" in \
             missing.stderr
+        # A dead archive: a clear error, no traceback.
+        dead = f"http://127.0.0.1:{free_port()}/linux-mm"
+        down = review.cli.run("review", f"{dead}/{cover}/", "--tree", str(review.tree),
+                              check=False, LORELAB_INGEST_LORE_URL=dead)
+        assert down.returncode != 0 and b"cannot fetch the thread of" in down.stderr
+        assert b"Traceback" not in down.stderr
     finally:
         pi.stop()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli.context import emit_json, stdout_console
+from bot.cli.context import UserError, emit_json, stdout_console
 from bot.config import data_dir
 
 
@@ -14,9 +14,15 @@ def register(app: typer.Typer) -> None:
 
 def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
     """Review a generated series on the stand-in tree end to end, and print the reply."""
+    import shutil
+
     from bot.cli.review import _progress, print_outcome
     from bot.demo.run import run_demo
 
+    missing = [tool for tool in ("make", "gcc") if shutil.which(tool) is None]
+    if missing:  # the stand-in tree is built like a kernel: it needs both
+        raise UserError(f"lorelab demo builds its stand-in kernel tree with make and gcc; "
+                        f"install {' and '.join(missing)} (Debian: make gcc libc6-dev)")
     out = stdout_console()
     with _progress(out, quiet=as_json) as on_ingested:
         result = run_demo(data_dir(), on_ingested=on_ingested)
