@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LORELAB_CONFIG=/etc/lorelab/config.toml \
     LORELAB_DATA_DIR=/var/lib/lorelab/data
 # git applies series and reads trees; the rest builds kernels (xz: tinyconfig compresses the
-# bzImage with it; unshare from util-linux isolates every build, see workers/sandbox.py).
+# bzImage with it; unshare from util-linux isolates every build, see workers/kernel/sandbox.py).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates git make gcc libc6-dev ccache bc flex bison libelf-dev libssl-dev \

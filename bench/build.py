@@ -2,7 +2,7 @@
 
 The stand-in simulator tree by default (seconds); `--kernel TREE` for a real kernel tree made
 by scripts/kernel-e2e (base `master`, patched `--patched`, default `vmscan-series`; about ten
-minutes cold on 2 cores). Every build goes through `workers.build.build_commit`, the sandbox
+minutes cold on 2 cores). Every build goes through `workers.kernel.build.build_commit`, the sandbox
 included, exactly as a worker runs it:
 
 - cold: an empty work directory (no O= directory, empty ccache, empty artifact cache);
@@ -28,11 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import describe, machine  # noqa: E402
+from bot.config.build import BuildSettings  # noqa: E402
 from bot.demo.simtree import batch_series_spec, make_sim_tree, ops_per_second  # noqa: E402
 from bot.demo.threads import as_mbox, make_series  # noqa: E402
-from workers.apply import apply_mbox  # noqa: E402
-from workers.build import build_commit  # noqa: E402
-from workers.settings import BuildSettings  # noqa: E402
+from workers.kernel.apply import apply_mbox  # noqa: E402
+from workers.kernel.build import build_commit  # noqa: E402
 
 LAB_FRAGMENT = Path("/work/shared/lab/reclaim-vm.config")
 

@@ -2,7 +2,7 @@
 metric across boots.
 
 Boots Debian's generic kernel (workers.lab.kernel_image) N times (default 10) with each benchmark
-(default: hackbench and readtwice from workers.benchmarks) through the `qemu` runner, exactly as a
+(default: hackbench and readtwice from bot.benchmarks) through the `qemu` runner, exactly as a
 campaign does, and reports:
 
 - the overhead of each boot: qemu start to the job's start, the job's end to qemu's exit (median,
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.machine import describe, machine  # noqa: E402
 from bot.analysis.robust import robust_cv  # noqa: E402
-from workers.benchmarks.registry import benchmark  # noqa: E402
-from workers.lab.hosts import LabHostSettings  # noqa: E402
+from bot.benchmarks.registry import benchmark  # noqa: E402
+from bot.config.lab_hosts import LabHostSettings  # noqa: E402
 from workers.lab.kernel_image import debian_kernel  # noqa: E402
 from workers.lab.qemu import QemuRunner, RunFailed  # noqa: E402
 
@@ -130,7 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boots", type=int, default=10)
     parser.add_argument("--benchmark", action="append", dest="benchmarks",
-                        help=f"a name from workers.benchmarks.registry (default: "
+                        help=f"a name from bot.benchmarks.registry (default: "
                              f"{', '.join(DEFAULT_BENCHMARKS)})")
     parser.add_argument("--accel", choices=("auto", "tcg", "kvm"), default="auto")
     parser.add_argument("--memory-mb", type=int, default=256)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from workers.benchmarks import anon_swap as anon_swap_module
-from workers.benchmarks.anon_swap import BuildError, anon_swap, build, parse_anon_swap
-from workers.benchmarks.memcached import LATENCY, OPS, memcached, parse_memaslap
-from workers.benchmarks.readtwice import SECONDS, THROUGHPUT, parse_readtwice, readtwice
-from workers.benchmarks.registry import BENCHMARKS, benchmark
+from bot.benchmarks import anon_swap as anon_swap_module
+from bot.benchmarks.anon_swap import BuildError, anon_swap, build, parse_anon_swap
+from bot.benchmarks.memcached import LATENCY, OPS, memcached, parse_memaslap
+from bot.benchmarks.readtwice import SECONDS, THROUGHPUT, parse_readtwice, readtwice
+from bot.benchmarks.registry import BENCHMARKS, benchmark
 from workers.lab.job import CGROUP_ROOT, memcg_path
 from workers.lab.local import LocalRunner, RunFailed
 

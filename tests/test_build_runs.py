@@ -231,7 +231,7 @@ def test_sandbox_keeps_a_patched_makefile_off_the_network_and_away_from_secrets(
 
 
 def test_sandbox_refuses_paths_outside_the_tree():
-    from workers.apply import UnsafePatch, check_patch_paths
+    from workers.kernel.apply import UnsafePatch, check_patch_paths
 
     def mbox(path: str) -> bytes:
         return (f"From x\nSubject: [PATCH] x\n\n---\ndiff --git a/{path} b/{path}\n"

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from bot.command_handler import CommandOutcome, handle_command_mails
-from bot.command_policy import CommandSettings, PastRequest, rate_decision
-from bot.commands import parse_commands
+from bot.commands.handler import CommandOutcome, handle_command_mails
+from bot.commands.language import parse_commands
+from bot.commands.maintainers import parse_maintainers, read_maintainers
+from bot.commands.policy import CommandSettings, PastRequest, rate_decision
 from bot.config import IngestSettings, Settings
 from bot.db.models import CommandRequest, OutboxReply, Run, SeriesVersion
 from bot.db.session import Database, ensure_schema
@@ -32,9 +33,8 @@ from bot.demo.threads import (
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
 from bot.mail import parse_message
-from bot.maintainers import parse_maintainers, read_maintainers
-from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
+from bot.runs.base import TreeSettings
 from tests.cli import Lorelab
 
 MAINTAINERS = Path(__file__).parent / "fixtures" / "maintainers" / "MAINTAINERS"
@@ -505,8 +505,8 @@ def test_a_mail_outside_any_series_is_told_so(db, tmp_path):
 
 
 def test_after_stop_the_series_gets_no_new_run_and_no_reply_until_a_new_test(db, tmp_path):
-    from bot.planner import plan_new_versions
-    from bot.stops import series_stopped
+    from bot.runs.planner import plan_new_versions
+    from bot.runs.stops import series_stopped
     from workers.report_step import compose_for_run
 
     thread = Thread(db, tmp_path, versions=2)

@@ -32,8 +32,8 @@ from packaging.utils import canonicalize_name
 
 from bot.config import Settings, load_settings
 from bot.report.settings import PASSWORD_ENV
+from bot.runs.taskqueue import queues
 from tests.cli import Lorelab
-from workers.app import queues
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -236,7 +236,8 @@ def test_volumes_are_mounted_where_the_config_puts_things() -> None:
     work = cfg.build.work_dir
     build = mounts("build-worker")
     assert build[work] == ("work", "rw")
-    assert build[str(Path(work) / "ccache")] == ("ccache", "rw")  # where workers/build.py puts it
+    # where workers/kernel/build.py puts it
+    assert build[str(Path(work) / "ccache")] == ("ccache", "rw")
     trees = next(target for target, (source, _) in build.items() if source == "trees")
     assert cfg.trees and all(Path(t.path).parent == Path(trees) for t in cfg.trees)
     assert mounts("lab-worker")[work] == ("work", "ro")  # the kernels it boots
@@ -283,7 +284,8 @@ def test_only_the_lab_worker_opens_dev_kvm_and_nothing_is_privileged() -> None:
         has_kvm = any(d.split(":")[0] == "/dev/kvm" for d in spec.get("devices", []))
         assert has_kvm == (name == "lab-worker"), name
     assert service("lab-worker")["group_add"] == [env_example()["KVM_GID"]]
-    # What workers/sandbox.py needs to make its namespaces as an unprivileged user, and no more.
+    # What workers/kernel/sandbox.py needs to make its namespaces as an unprivileged user, and no
+    # more.
     assert sorted(service("build-worker")["security_opt"]) == [
         "apparmor=unconfined", "seccomp=unconfined", "systempaths=unconfined"]
     others = [n for n, s in compose()["services"].items() if s.get("security_opt")]

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from bot.analysis.verdict import Verdict
+from bot.benchmarks.definition import Benchmark
+from bot.benchmarks.simulator import THROUGHPUT, simulator
 from bot.demo.simtree import BATCH_COUNTERS, SIM_FILES
-from workers.benchmarks.definition import Benchmark
-from workers.benchmarks.simulator import THROUGHPUT, simulator
 from workers.lab.local import LocalRunner, RunFailed
 from workers.lab.pairs import run_pairs
 

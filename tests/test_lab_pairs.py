@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot.analysis.verdict import Verdict
-from workers.benchmarks.definition import Metric
+from bot.benchmarks.definition import Metric
 from workers.lab.pairs import Sample, run_pairs
 
 THROUGHPUT = Metric("sim.throughput", "ops/s", higher_is_better=True, delta=0.01)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.benchmarks.hackbench import TIME_METRIC, hackbench, parse_hackbench
+from bot.benchmarks.simulator import THROUGHPUT, parse_simulator, simulator
+from bot.benchmarks.vmstat import counter_delta, parse_counters, select_counters
 from bot.demo.simtree import ops_per_second
-from workers.benchmarks.hackbench import TIME_METRIC, hackbench, parse_hackbench
-from workers.benchmarks.simulator import THROUGHPUT, parse_simulator, simulator
-from workers.benchmarks.vmstat import counter_delta, parse_counters, select_counters
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lab"
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from workers.benchmarks.definition import Benchmark, Metric
-from workers.benchmarks.hackbench import TIME_METRIC, hackbench
-from workers.benchmarks.registry import benchmark
-from workers.lab.hosts import LabHostSettings
+from bot.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.hackbench import TIME_METRIC, hackbench
+from bot.benchmarks.registry import benchmark
+from bot.config.lab_hosts import LabHostSettings
 from workers.lab.initramfs import InitramfsError, build_initramfs, module_load_order
 from workers.lab.kernel_image import DistroKernel, debian_kernel, direct_boot_image
 from workers.lab.qemu import (

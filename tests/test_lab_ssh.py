@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from sshd import Sshd, free_port, start_sshd, why_no_sshd
 
-from workers.benchmarks.definition import Benchmark
-from workers.benchmarks.hackbench import TIME_METRIC, hackbench, parse_hackbench
-from workers.lab.hosts import LabHostSettings
+from bot.benchmarks.definition import Benchmark
+from bot.benchmarks.hackbench import TIME_METRIC, hackbench, parse_hackbench
+from bot.config.lab_hosts import LabHostSettings
 from workers.lab.pairs import run_pairs
 from workers.lab.ssh import RunFailed, SshRunner, remote_kernel_path
 

@@ -9,7 +9,7 @@ import pytest
 
 from bot.demo.simtree import batch_series_spec, make_sim_tree
 from bot.demo.threads import as_mbox, make_series
-from bot.plan import BaseNotFound, BaseRequest, GitTreeLookup, TreeSettings, choose_base
+from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, TreeSettings, choose_base
 from tests.gitrepo import GIT_ENV, git
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from bot.benchmarks.simulator import simulator
 from bot.config import load_settings
 from bot.db.models import LabCampaign, LabSample, Run
 from bot.db.session import Database, ensure_schema
@@ -17,10 +18,9 @@ from bot.demo.simtree import BATCH_COUNTERS, batch_series_spec, make_sim_tree
 from bot.demo.threads import Change, SeriesSpec, as_mbox, make_series
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
-from bot.planner import plan_new_versions
+from bot.runs.planner import plan_new_versions
 from tests.cli import Lorelab
 from tests.gitrepo import git
-from workers.benchmarks.simulator import simulator
 from workers.lab.campaign import new_campaign, run_campaign
 from workers.lab.job import RunFailed
 from workers.lab.local import LocalRunner
@@ -236,7 +236,7 @@ def test_retest_and_cancel_from_the_cli(tmp_path):
     assert again["benchmarks"] == [BENCH] and again["state"] == "done"
     db = Database(review.db_url)
     with db.session() as session:
-        from workers.pipeline import create_run
+        from bot.runs.lifecycle import create_run
 
         old = session.get(Run, outcome["run"])
         version = old.series_version_id
@@ -258,8 +258,8 @@ def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp
     import datetime as dt
     import mailbox
 
-    from bot.automatic import run_round
     from bot.demo.threads import make_reply
+    from bot.runs.rounds import run_round
 
     tree = make_sim_tree(tmp_path / "linux")
     config = tmp_path / "config.toml"

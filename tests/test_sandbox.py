@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from workers import sandbox
-from workers.sandbox import (
+from workers.kernel import sandbox
+from workers.kernel.sandbox import (
     Limits,
     SandboxError,
     SandboxResult,
@@ -77,8 +77,8 @@ def test_memory_and_cpu_limits(tmp_path):
 
 
 def test_workers_never_import_the_cli_or_a_web_module():
-    code = ("import sys, workers.app, workers.tasks, workers.pipeline, workers.build, "
-            "workers.apply; bad = [m for m in sys.modules if m.startswith(('bot.cli', "
+    code = ("import sys, workers.app, workers.tasks, workers.kernel.steps, workers.kernel.build, "
+            "workers.kernel.apply; bad = [m for m in sys.modules if m.startswith(('bot.cli', "
             "'bot.web'))]; print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent)

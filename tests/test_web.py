@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from bot.config.lab_hosts import LabHostSettings
 from bot.db.models import Run, SeriesVersion
 from bot.db.session import Database, ensure_schema
 from bot.demo.threads import make_tree
+from bot.runs.lifecycle import create_run
 from bot.web.plots import Point, distribution_svg, nice_ticks, quartiles, run_order_svg
 from tests.cli import Lorelab
 from tests.conftest import redis_reason
@@ -36,8 +38,6 @@ from tests.web_data import (
     web_settings,
 )
 from tests.web_server import free_port, serving
-from workers.lab.hosts import LabHostSettings
-from workers.pipeline import create_run
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from bot.config import DatabaseSettings, IngestSettings, Settings, WebSettings
+from bot.config.lab_hosts import LabHostSettings
 from bot.db.models import LabCampaign, LabSample, OutboxReply, Run, RunStep, Series
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
-from workers.lab.hosts import LabHostSettings
 
 REGRESSED = "mm/vmscan: batch lru_gen counter updates"
 CONFLICTED = "mm/swap: drop the per-cpu swap slot cache"

@@ -1,32 +1,34 @@
 """The `report` step of a review run: the reply the run's outcome calls for, into the outbox.
 
-- The series did not apply: a does-not-apply reply naming the patch and the conflicting files.
-- The base built but the patched tree did not: a build-failure reply quoting the first errors.
-- The benchmarks ran: the benchmark reply, every verdict recomputed from the stored samples.
-- Anything else (the base does not build, the lab failed): no reply; the author cannot fix it,
-  and the status page shows why. Nor after `#lorelab stop` for the series (bot.stops).
-The reply's Message-ID derives from the series version, so a repeated step finds the stored
-reply instead of writing a second one.
+Which reply, if any, is decided by `bot.runs.outcome.decide` (docs/replies.md): does-not-apply
+naming the patch and the conflicting files, build-failure quoting the first errors, or the
+benchmark reply from the campaigns' samples. No reply when lorelab could not test the series
+(the base does not build, the lab failed: the author cannot fix it, the status page shows why),
+nor after `#lorelab stop` for the series (bot.runs.stops). The reply's Message-ID derives from
+the series version, so a repeated step finds the stored reply instead of writing a second one.
 """
 
 from __future__ import annotations
 
 import json
 import platform
-import traceback
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from bot.benchmarks.registry import benchmark as make_benchmark
 from bot.config import Settings
+from bot.config.lab_hosts import LabHostSettings, find_host
 from bot.db.models import LabCampaign, Run, RunStep, SeriesVersion
 from bot.db.session import Database
-from bot.plan import tree_at
 from bot.report.benchmark_reply import compose_benchmark_reply
+from bot.report.campaign import campaign_policy, judge_campaign
 from bot.report.compose import ComposedReply
 from bot.report.context import TreeInfo
 from bot.report.failure_reply import (
+    BUILD_FAILURE,
+    DOES_NOT_APPLY,
     ApplyFailureContext,
     BuildFailureContext,
     compose_apply_failure,
@@ -35,73 +37,63 @@ from bot.report.failure_reply import (
 from bot.report.from_db import answered_message, parent_message, reply_options, series_info
 from bot.report.outbox import enqueue
 from bot.report.results import BenchmarkReplyContext, BuildInfo, Machine
-from bot.stops import series_stopped
-from workers import steps
-from workers.benchmarks.registry import benchmark as make_benchmark
-from workers.lab.campaign import campaign_policy, judge_campaign
-from workers.lab.hosts import LabHostSettings, find_host
+from bot.runs.base import tree_at
+from bot.runs.outcome import outcome_of
+from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
+from bot.runs.steps import StepEnd, run_step
+from bot.runs.stops import series_stopped
 
 BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest", "bare": "bare metal", "none": "bare metal"}
 
 
 def run_report_step(db: Database, settings: Settings, step_id: int,
                     task_id: str | None = None) -> None:
-    if not steps.start_step(db, step_id, task_id):
-        return
-    try:
-        with db.session() as session:
-            step = session.get(RunStep, step_id)
-            assert step is not None
-            run = step.run
-            reply, why = compose_for_run(session, settings, run)
-            if reply is None:
-                result: dict[str, Any] = {"reply": None, "why": why}
-            else:
-                row, new = enqueue(session, reply, settings.report)
-                session.flush()
-                result = {"reply": row.id, "message_id": row.message_id, "kind": row.kind,
-                          "state": row.state, "new": new, "why": why}
-    except Exception as exc:  # noqa: BLE001 - recorded on the row; the worker lives on
-        steps.finish_step(db, step_id, ok=False, error=f"{exc.__class__.__name__}: {exc}",
-                          log=traceback.format_exc())
-        return
-    steps.finish_step(db, step_id, ok=True, result=result)
+    run_step(db, step_id, task_id, lambda: _report(db, settings, step_id))
+
+
+def _report(db: Database, settings: Settings, step_id: int) -> StepEnd:
+    with db.session() as session:
+        step = session.get(RunStep, step_id)
+        assert step is not None
+        reply, why = compose_for_run(session, settings, step.run)
+        if reply is None:
+            return StepEnd(result=ReportRecord(why=why).as_result())
+        row, new = enqueue(session, reply, settings.report)
+        session.flush()
+        record = ReportRecord(reply=row.id, message_id=row.message_id, kind=row.kind,
+                              state=row.state, new=new, why=why)
+        return StepEnd(result=record.as_result())
 
 
 def compose_for_run(session: sa.orm.Session, settings: Settings,
                     run: Run) -> tuple[ComposedReply | None, str]:
-    """The reply a finished review run calls for, or None and why none."""
+    """The reply a finished review run calls for (bot.runs.outcome), or None and why none."""
     version = session.get(SeriesVersion, run.series_version_id)
     assert version is not None
     if series_stopped(session, version.series_id):
         return None, "#lorelab stop was said for this series: no replies about it"
+    outcome = outcome_of(session, run)
+    if outcome.reply is None:
+        return None, outcome.why
     by_name = {s.name: s for s in run.steps}
-    apply, base, patched = by_name["apply"], by_name["build-base"], by_name["build-patched"]
+    apply = ApplyRecord.from_step(by_name["apply"])
     parent = parent_message(answered_message(version))
     series = series_info(version, status_url=_status_url(settings, version))
     options = reply_options(settings.report)
     tree = _tree_info(settings, run, apply)
-    if apply.state != "done" or not apply.result.get("applied", True):
-        failed = apply.result.get("failed_patch")
-        if not failed or not apply.result.get("conflicts") and not apply.result.get("base"):
-            return None, f"not applied, and not for a conflict: {apply.error}"
-        index, subject = _failed_patch(version, failed)
+    if outcome.reply == DOES_NOT_APPLY:
+        index, subject = _failed_patch(version, apply.failed_patch)
         ctx = ApplyFailureContext(
             parent=parent, series=series, tree=tree, failing_patch=index,
-            failing_subject=subject,
-            conflicts=tuple(c["path"] for c in apply.result.get("conflicts", [])),
+            failing_subject=subject, conflicts=apply.conflicted_paths,
             reproduce=_reproduce(version, run))
-        return compose_apply_failure(ctx, options), "the series does not apply"
-    if base.state != "done" or not base.result.get("ok"):
-        return None, "the base does not build: not the series' fault"
-    if patched.state != "done" or not patched.result.get("ok"):
+        return compose_apply_failure(ctx, options), outcome.why
+    base = BuildRecord.from_step(by_name["build-base"])
+    if outcome.reply == BUILD_FAILURE:
         ctx_build = BuildFailureContext(
-            parent=parent, series=series, tree=tree, build=_build_info(settings, base.result),
-            log=patched.log_excerpt, reproduce=_reproduce(version, run))
-        return compose_build_failure(ctx_build, options), "the patched tree does not build"
-    bench = by_name["bench"]
-    if bench.state != "done":
-        return None, f"the benchmarks did not run: {bench.error}"
+            parent=parent, series=series, tree=tree, build=_build_info(settings, base),
+            log=by_name["build-patched"].log_excerpt, reproduce=_reproduce(version, run))
+        return compose_build_failure(ctx_build, options), outcome.why
     campaigns = list(session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
                                                                  LabCampaign.state == "done")
                                      .order_by(LabCampaign.id)))
@@ -112,11 +104,11 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     ctx_bench = BenchmarkReplyContext(
         parent=parent, series=series, tree=tree,
         machine=_machine(host, measured[0].accel if measured else "none"),
-        build=_build_info(settings, base.result),
+        build=_build_info(settings, base),
         policy=campaign_policy(campaigns[0], measured),
         benchmarks=results,
         reproduce=_reproduce(version, run))
-    return compose_benchmark_reply(ctx_bench, options), "benchmarked"
+    return compose_benchmark_reply(ctx_bench, options), outcome.why
 
 
 def _status_url(settings: Settings, version: SeriesVersion) -> str:
@@ -124,14 +116,14 @@ def _status_url(settings: Settings, version: SeriesVersion) -> str:
     return f"{base.rstrip('/')}/series/{version.series_id}" if base else ""
 
 
-def _tree_info(settings: Settings, run: Run, apply: RunStep) -> TreeInfo:
+def _tree_info(settings: Settings, run: Run, apply: ApplyRecord) -> TreeInfo:
     tree = next((t for t in settings.trees if t.name == run.tree), None)
     # A tree named by its path (lorelab review --tree) is shown by its directory's name.
     shown = tree.remote if tree and tree.remote else Path(run.tree).name
     return TreeInfo(tree=shown,
-                    branch=apply.result.get("base_branch")
+                    branch=apply.base_branch
                     or (tree.fallback_branch if tree else _checked_out(run.tree)),
-                    base=run.base_commit or apply.result.get("base") or "",
+                    base=run.base_commit or apply.base,
                     head=run.patched_commit or "",
                     base_source=run.base_reason or "")
 
@@ -143,7 +135,7 @@ def _checked_out(path: str) -> str:
         return ""
 
 
-def _failed_patch(version: SeriesVersion, failed: object) -> tuple[int, str]:
+def _failed_patch(version: SeriesVersion, failed: str | None) -> tuple[int, str]:
     """(1-based index, subject) of the patch git am stopped at (its subject as git named it)."""
     text = str(failed)
     for patch in version.patches:
@@ -152,11 +144,11 @@ def _failed_patch(version: SeriesVersion, failed: object) -> tuple[int, str]:
     return 1, text
 
 
-def _build_info(settings: Settings, build: dict[str, Any]) -> BuildInfo:
+def _build_info(settings: Settings, build: BuildRecord) -> BuildInfo:
     config = settings.build.base_config
     names = [Path(config).name, *(Path(f).stem for f in settings.build.fragments)]
     record: dict[str, Any] = {}
-    artifacts = build.get("artifact_dir")
+    artifacts = build.artifact_dir
     if artifacts and (Path(artifacts) / "build.json").exists():
         record = json.loads((Path(artifacts) / "build.json").read_text())
     return BuildInfo(config_name="+".join(names), config_hash=str(record.get("config", ""))[:12],

@@ -44,10 +44,10 @@ def load_results_file(path: Path) -> tuple[Any, Any]:
 
 def campaign_results(campaign_id: int) -> tuple[str, Any]:
     """(title, judged BenchmarkResult) of a stored lab campaign, from its samples."""
+    from bot.benchmarks.registry import benchmark
     from bot.cli.database import open_database
     from bot.db.models import LabCampaign
-    from workers.benchmarks.registry import benchmark
-    from workers.lab.campaign import judge_campaign
+    from bot.report.campaign import judge_campaign
 
     with open_database().session() as session:
         campaign = session.get(LabCampaign, campaign_id)

@@ -8,7 +8,7 @@ is never acted on again, so scanning twice is harmless. Runs it makes are sent t
 afterwards (in this process on the embedded default), unless --no-dispatch: then
 `lorelab runs resume ID` sends them.
 
-`--json` prints a list of `bot.command_handler.CommandOutcome.to_dict()`.
+`--json` prints a list of `bot.commands.handler.CommandOutcome.to_dict()`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from rich.table import Table
 
 from bot.cli.context import UserError, console, emit_json, settings, stdout_console
 from bot.cli.database import open_database
-from bot.db.models import Message, Run, utcnow
+from bot.db.models import Message, utcnow
 
 commands_app = typer.Typer(help="Email commands (#lorelab lines in replies).")
 
@@ -55,7 +55,7 @@ def scan(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Act on the #lorelab commands in stored replies not acted on yet, and answer them."""
-    from bot.command_handler import NOT_REPLIES, handle_command_mails
+    from bot.commands.handler import NOT_REPLIES, handle_command_mails
 
     config = settings()
     db = open_database()
@@ -79,13 +79,11 @@ def scan(
             progress.update(task, advance=len(batch))
     run_ids = [run_id for outcome in outcomes for run_id in outcome.run_ids]
     if dispatch and run_ids:
-        import workers.app  # Celery costs a third of a second: only when there is work
-        from workers.pipeline import dispatch as send
+        # Celery costs a third of a second to import: only when there is work.
+        from bot.runs.taskqueue import send_run
 
-        workers.app.configure(config)
-        with db.session() as session:
-            for run_id in run_ids:
-                send(session.get(Run, run_id), config)  # type: ignore[arg-type]
+        for run_id in run_ids:
+            send_run(db, config, run_id)
     db.dispose()
     if as_json:
         emit_json([outcome.to_dict() for outcome in outcomes])

@@ -47,9 +47,9 @@ def bench(
     as_json: bool = typer.Option(False, "--json", help="Print the campaigns as JSON."),
 ) -> None:
     """Compare two kernels on a lab host in randomized interleaved pairs."""
-    from workers.benchmarks.spec import from_spec, split_specs
+    from bot.benchmarks.spec import from_spec, split_specs
+    from bot.config.lab_hosts import find_host
     from workers.lab.campaign import new_campaign, run_campaign
-    from workers.lab.hosts import find_host
     from workers.lab.runners import make_runner
 
     config = settings()
@@ -146,8 +146,8 @@ def lab_hosts(as_json: bool = typer.Option(False, "--json", help="Print the host
     """The configured lab hosts, their runners and what is running on them."""
     import sqlalchemy as sa
 
+    from bot.config.lab_hosts import configured_hosts
     from bot.db.models import LabCampaign
-    from workers.lab.hosts import configured_hosts
 
     config = settings()
     db = open_database()

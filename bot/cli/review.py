@@ -1,7 +1,7 @@
 """`lorelab review THREAD --tree PATH`: the main job, one thread from mail to reply.
 
 Progress is printed per stage as it happens; the reply is printed at the end (and is in the
-outbox); the exit status says what was found (bot.review.EXIT_CODES).
+outbox); the exit status says what was found (bot.runs.review.EXIT_CODES).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def review(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Review one thread end to end: fetch, apply, build, benchmark, decide, reply."""
-    from bot.review import ReviewError, review_thread
+    from bot.runs.review import ReviewError, review_thread
 
     config = settings()
     db = open_database()
@@ -71,7 +71,7 @@ def print_outcome(out, outcome, exit_status: bool = True) -> None:  # type: igno
 
 
 def _names(text: str | None) -> list[str]:
-    from workers.benchmarks.spec import split_specs
+    from bot.benchmarks.spec import split_specs
 
     return split_specs(text or "")
 
@@ -79,7 +79,7 @@ def _names(text: str | None) -> list[str]:
 @contextmanager
 def _progress(out, quiet: bool) -> Iterator:  # type: ignore[no-untyped-def, type-arg]
     """Print each stage as it starts and ends (eager mode runs them in this process)."""
-    from workers import steps
+    from bot.runs import steps
 
     def ingested(summary, title: str) -> None:  # type: ignore[no-untyped-def]
         if not quiet:

@@ -21,6 +21,10 @@ from bot.cli.database import open_database
 from bot.cli.query import find_series
 from bot.db.models import Run, RunStep, SeriesVersion
 from bot.db.session import Database
+from bot.runs.lifecycle import PlanError, cancel_run, create_run, find_tree, resume_run, retest_run
+from bot.runs.outcome import outcome_of
+from bot.runs.states import FINISHED, RunState, StepState
+from bot.runs.steps import LISTENERS
 
 runs_app = typer.Typer(help="Apply and build runs, and their steps.")
 
@@ -44,10 +48,14 @@ def _seconds(step: RunStep) -> float | None:
     return None
 
 
-def run_dict(run: Run, version: SeriesVersion | None = None) -> dict[str, Any]:
-    """`lorelab runs show --json`: the run and its steps (stable keys, added never renamed)."""
+def run_dict(session: Session, run: Run) -> dict[str, Any]:
+    """`lorelab runs show --json`: the run, what it found, and its steps (stable keys, added
+    never renamed)."""
+    version = session.get(SeriesVersion, run.series_version_id)
+    outcome = outcome_of(session, run)
     return {
         "id": run.id, "kind": run.kind, "state": run.state, "tree": run.tree,
+        "outcome": outcome.label, "why": outcome.why,
         "series_version_id": run.series_version_id,
         "series_id": version.series_id if version else None,
         "version": version.version if version else None,
@@ -68,16 +76,16 @@ def run_dict(run: Run, version: SeriesVersion | None = None) -> dict[str, Any]:
     }
 
 
-def _configure_workers() -> None:
-    import workers.app  # Celery costs a third of a second: only for these commands
+def _dispatch(db: Database, run_id: int) -> None:
+    # Celery costs a third of a second to import: only the commands that send a run pay it.
+    from bot.runs.taskqueue import dispatch
 
-    workers.app.configure(settings())
+    with db.session() as session:
+        dispatch(session.get(Run, run_id), settings())  # type: ignore[arg-type]
 
 
 def _start(series: str, version_number: int | None, tree: str | None, base: str | None,
            kind: str, wait: bool, as_json: bool) -> None:
-    from workers.pipeline import PlanError, create_run, dispatch, find_tree
-
     config = settings()
     try:
         tree_name = find_tree(config, tree).name
@@ -94,33 +102,28 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
             raise UserError(f"v{version.version} of series {found.id} is incomplete "
                             f"({version.received}/{version.expected} patches)")
         run_id = create_run(session, version, kind=kind, tree=tree_name, base=base).id
-    _configure_workers()
     if not as_json:
         console.print(f"run {run_id}: {kind} series {found.id} v{version.version} "
                       f"on {tree_name}")
     eager = not config.celery.broker_url
     listener = None
     if eager and not as_json:
-        from workers import steps
 
         def listener(run: int, name: str, state: str) -> None:
             console.print(f"  {name}: {state}")
 
-        steps.LISTENERS.append(listener)
+        LISTENERS.append(listener)
     try:
-        with db.session() as session:
-            dispatch(session.get(Run, run_id), config)  # type: ignore[arg-type]
+        _dispatch(db, run_id)
     finally:
         if listener is not None:
-            steps.LISTENERS.remove(listener)
+            LISTENERS.remove(listener)
     if wait and not eager:
         _wait(db, run_id, quiet=as_json)
     _finish(db, run_id, as_json, waited=wait or eager)
 
 
 def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
-    from workers.pipeline import FINISHED
-
     seen: dict[str, str] = {}
     while True:
         with db.session() as session:
@@ -129,10 +132,10 @@ def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
             for step in run.steps:
                 if seen.get(step.name) != step.state:
                     seen[step.name] = step.state
-                    if not quiet and step.state != "queued":
+                    if not quiet and step.state != StepState.QUEUED:
                         where = f" on {step.host}" if step.host else ""
                         console.print(f"  {step.name}: {step.state}{where}")
-            if run.state in FINISHED and all(s.state != "running" for s in run.steps):
+            if run.state in FINISHED and all(s.state != StepState.RUNNING for s in run.steps):
                 return
         time.sleep(poll)
 
@@ -141,12 +144,12 @@ def _finish(db: Database, run_id: int, as_json: bool, waited: bool) -> None:
     with db.session() as session:
         run = session.get(Run, run_id)
         assert run is not None
-        data = run_dict(run, session.get(SeriesVersion, run.series_version_id))
+        data = run_dict(session, run)
     if as_json:
         emit_json(data)
     else:
         _print_run(data)
-    if waited and data["state"] == "failed":
+    if waited and data["state"] == RunState.FAILED:
         raise typer.Exit(1)
 
 
@@ -154,6 +157,7 @@ def _print_run(data: dict[str, Any]) -> None:
     out = stdout_console()
     out.print(f"run {data['id']} ({data['kind']}) {data['state']}: series {data['series_id']} "
               f"v{data['version']} {data['title']!r} on {data['tree']}")
+    out.print(f"  outcome: {data['outcome']} ({data['why']})", markup=False, highlight=False)
     if data["base_commit"]:
         out.print(f"  base {data['base_commit'][:12]} ({data['base_reason']})")
     if data["patched_commit"]:
@@ -198,13 +202,13 @@ def runs_list(
     db = open_database()
     with db.session() as session:
         runs = session.scalars(sa.select(Run).order_by(Run.id.desc()).limit(limit)).all()
-        rows = [run_dict(r, session.get(SeriesVersion, r.series_version_id)) for r in runs]
+        rows = [run_dict(session, r) for r in runs]
     if as_json:
         emit_json(rows)
         return
-    table = Table("run", "kind", "state", "series", "tree", "base", "steps")
+    table = Table("run", "kind", "state", "outcome", "series", "tree", "base", "steps")
     for row in rows:
-        table.add_row(str(row["id"]), row["kind"], row["state"],
+        table.add_row(str(row["id"]), row["kind"], row["state"], row["outcome"],
                       f"{row['series_id']} v{row['version']}", row["tree"],
                       (row["base_commit"] or "")[:12],
                       " ".join(f"{s['name']}:{s['state']}" for s in row["steps"]))
@@ -225,24 +229,16 @@ def runs_show(run_id: int = typer.Argument(..., help="Run id."),
 def runs_resume(run_id: int = typer.Argument(..., help="Run id."), wait: bool = WAIT_OPTION,
                 as_json: bool = JSON_OPTION) -> None:
     """Run a run's unfinished steps again (a crashed, failed or never-started step)."""
-    from workers.pipeline import pending_steps
-
     db = open_database()
     with db.session() as session:
-        run = _run(session, run_id)
-        if not pending_steps(run):
+        if not resume_run(session, _run(session, run_id)):
             raise UserError(f"run {run_id} is done; nothing to resume")
-        for step in pending_steps(run):
-            step.state = "queued"
-        run.state = "queued"
     _send(db, run_id, wait, as_json)
 
 
 def retest_command(run_id: int = typer.Argument(..., help="The run to do again."),
                    wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION) -> None:
     """Run a series again as an earlier run did (same version, tree, base and benchmarks)."""
-    from workers.pipeline import retest_run
-
     db = open_database()
     with db.session() as session:
         run = _run(session, run_id)
@@ -261,11 +257,7 @@ def _run(session: Session, run_id: int) -> Run:
 
 def _send(db: Database, run_id: int, wait: bool, as_json: bool) -> None:
     """Dispatch the run's unfinished steps, wait for them if asked (eager: they ran), show it."""
-    from workers.pipeline import dispatch
-
-    _configure_workers()
-    with db.session() as session:
-        dispatch(session.get(Run, run_id), settings())  # type: ignore[arg-type]
+    _dispatch(db, run_id)
     eager = not settings().celery.broker_url
     if wait and not eager:
         _wait(db, run_id, quiet=as_json)
@@ -276,8 +268,6 @@ def _send(db: Database, run_id: int, wait: bool, as_json: bool) -> None:
 def runs_cancel(run_id: int = typer.Argument(..., help="Run id."),
                 as_json: bool = JSON_OPTION) -> None:
     """Stop a run: its queued steps will not start (a running step finishes its work)."""
-    from workers.pipeline import cancel_run
-
     db = open_database()
     with db.session() as session:
         run = _run(session, run_id)

@@ -47,7 +47,7 @@ def _poll_loop(
         except Exception as exc:  # noqa: BLE001 - reported, and retried unless --once
             if once:
                 raise UserError(f"{source.key.location}: poll failed: {exc}", EX_TEMPFAIL) from None
-            logging.getLogger("lorelab").error("%s: poll failed, will retry: %s",
+            logging.getLogger(__name__).error("%s: poll failed, will retry: %s",
                                                source.key.location, exc)
         else:
             if as_json:
@@ -97,9 +97,9 @@ def run_service(
     pipeline plans review runs for new series, dispatches them and delivers due replies."""
     import datetime as dt
 
-    from bot.automatic import dispatch_runs, run_round, unstarted_runs
     from bot.db.models import utcnow
     from bot.ingest.service import run, stop_on_signals
+    from bot.runs.rounds import dispatch_runs, run_round, unstarted_runs
 
     _logging()
     cfg = settings()

@@ -138,3 +138,10 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def open_database(url: str) -> Database:
+    """The database at `url`, its schema made if it is empty (SchemaError if outdated)."""
+    db = Database(url)
+    ensure_schema(db.engine)
+    return db

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import Settings
-from bot.db.session import Database, ensure_schema
+from bot.config.lab_hosts import LabHostSettings
+from bot.db.session import open_database
 from bot.demo import SEED_DIR
 from bot.demo.simtree import batch_series_spec, make_sim_tree
 from bot.demo.threads import as_mbox, make_series
 from bot.ingest.sources import iter_mbox
 from bot.ingest.store import IngestSummary, ingest
-from bot.review import ReviewOutcome, review_thread
-from workers.lab.hosts import LabHostSettings
+from bot.runs.review import ReviewOutcome, review_thread
 
 SEED_FILES = (
     "lru_gen-batch-counters-reply.eml",
@@ -67,8 +67,7 @@ def run_demo(data_dir: Path, on_ingested: Callable[[IngestSummary, str], None] |
         shutil.rmtree(root)
     root.mkdir(parents=True)
     settings = demo_settings(root)
-    db = Database(settings.database.url)
-    ensure_schema(db.engine)
+    db = open_database(settings.database.url)
     seeds = IngestSummary()
     for seed in seed_paths():
         seeds.add(ingest(db, iter_mbox(seed), settings=settings.ingest, list_name="linux-mm"))

@@ -21,7 +21,7 @@ from bot.ingest.lore import LoreSource
 from bot.ingest.pigit import PiGitSource
 from bot.ingest.settings import SourceSettings
 
-log = logging.getLogger("lorelab.service")
+log = logging.getLogger(__name__)
 
 
 def make_source(cfg: SourceSettings) -> LoreSource | PiGitSource:

@@ -1,6 +1,6 @@
 """The benchmark reply: what was tested, what changed, the tables, the author's claim, the setup.
 
-The content follows docs/email-replies.md, items 1-7, in that order:
+The content follows docs/replies.md, items 1-7, in that order:
 1. one sentence on what was tested (series, version, patches, tree, branch, base, patched head);
 2. verdict lines, most important first, and one line counting the metrics that did not change;
 3. a table per benchmark run (tables.py), with the reclaim counters as secondary rows;

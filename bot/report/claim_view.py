@@ -1,4 +1,4 @@
-"""An author's claim beside what the bot measured (docs/email-replies.md, item 4).
+"""An author's claim beside what the bot measured (docs/replies.md, item 4).
 
 `claim_from_judged` adapts a claim found by `bot.analysis.claims` into the plain `ClaimQuote`
 the reply renders (the only place that knows that module's shapes). `claim_support` writes the

@@ -1,4 +1,4 @@
-"""When not to write (docs/email-replies.md): allow-listed lists, opt-outs, rate limits, moderation.
+"""When not to write (docs/replies.md): allow-listed lists, opt-outs, rate limits, moderation.
 
 Pure decisions over plain data; `bot.report.outbox` and `bot.report.delivery` apply them. The
 allow-list, opt-out and moderation are decided when a reply is stored; the opt-out again and the

@@ -4,8 +4,8 @@ b4 decides what `git am` gets: patches in order, the cover letter's and replies'
 applied, carried over from earlier versions where the patch did not change. We hand it exactly
 the messages of one posting and of the threads of its series, with networking off.
 
-b4's pitfalls handled here (../shared/docs/testing.md): its configuration is module-global, it
-may call sys.exit() on odd input, and `get_series` must run once per mailbox.
+b4's pitfalls handled here (docs/testing.md, "b4 as a library"): its configuration is
+module-global, it may call sys.exit() on odd input, and `get_series` must run once per mailbox.
 """
 
 from __future__ import annotations

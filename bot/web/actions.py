@@ -1,7 +1,7 @@
 """What an admin may do from the status site: approve a reply, retest or cancel a run.
 
 Each action checks the admin token first (`check_token`), then changes rows in the caller's
-session through the same functions the CLI uses (bot.report.outbox, workers.pipeline); the
+session through the same functions the CLI uses (bot.report.outbox, bot.runs.lifecycle); the
 caller commits. A retest's steps are sent to Celery only after that commit (`dispatch`), so a
 worker never looks for a run that is not there yet.
 """
@@ -16,7 +16,7 @@ from bot.config import Settings
 from bot.db.models import OutboxReply, Run
 from bot.db.session import Database
 from bot.report import outbox
-from workers import pipeline
+from bot.runs.lifecycle import cancel_run, retest_run
 
 
 class ActionError(Exception):
@@ -61,23 +61,19 @@ def approve_reply(session: Session, reply_id: int, by: str) -> OutboxReply:
 
 def retest(session: Session, run_id: int) -> Run:
     """A new run like `run_id`, queued; send it with `dispatch` after committing."""
-    return pipeline.retest_run(session, _run(session, run_id), trigger="web")
+    return retest_run(session, _run(session, run_id), trigger="web")
 
 
 def cancel(session: Session, run_id: int) -> Run:
     run = _run(session, run_id)
-    if not pipeline.cancel_run(session, run):
+    if not cancel_run(session, run):
         raise ActionError(409, f"run {run_id} has finished ({run.state}): nothing to cancel")
     return run
 
 
 def dispatch(db: Database, settings: Settings, run_id: int) -> None:
     """Send a committed run's steps to Celery (eager mode: run them here, now)."""
-    import workers.app  # Celery costs a third of a second: only when a run is sent
+    # Celery costs a third of a second to import: only when a run is sent.
+    from bot.runs.taskqueue import send_run
 
-    workers.app.configure(settings)
-    with db.session() as session:
-        run = session.get(Run, run_id)
-        assert run is not None
-        list(run.steps)  # loaded while the session is open; dispatch only reads them
-    pipeline.dispatch(run, settings)
+    send_run(db, settings, run_id)

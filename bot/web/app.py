@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bot import __version__
 from bot.config import Settings
-from bot.db.session import Database, ensure_schema
+from bot.db.session import Database, ensure_schema, open_database
 from bot.report.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
 from bot.series.views import LORE
 from bot.web import actions, queries
@@ -105,7 +105,7 @@ def _templates() -> Jinja2Templates:
 
 def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     """The app, reading and writing the configured database (or `database`)."""
-    db = database or Database(settings.database.resolved_url())
+    db = database or open_database(settings.database.resolved_url())
     ensure_schema(db.engine)
     base_url = settings.web.base_url.rstrip("/")
     admin_token = settings.web.admin_token

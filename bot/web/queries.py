@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
+from bot.config.lab_hosts import configured_hosts
 from bot.db.models import (
     LabCampaign,
     LabSample,
@@ -35,7 +36,6 @@ from bot.db.models import (
 )
 from bot.series.views import series_dict
 from bot.web.queues import queue_lengths
-from workers.lab.hosts import configured_hosts
 
 RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "superseded")
 NEVER_RUN = "none"  # the state filter's value for series no run was made for

@@ -3,38 +3,23 @@
 `run_campaign` drives `run_pairs` over a runner and stores every boot's samples as soon as the
 boot ends, so a worker killed mid-campaign loses at most the boot it was in: on the next attempt
 the schedule (drawn from the recorded seed) is replayed and boots already stored are read back
-instead of run again. `judge_campaign` recomputes the verdicts from the stored samples; the
-`result` column only caches them for the status page.
+instead of run again. When it ends it is judged (bot.report.campaign) and the judgement stored
+in its `result` column.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 import sqlalchemy as sa
 
+from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign, LabSample, utcnow
 from bot.db.session import Database
-from bot.report.results import BenchmarkResult, RunPolicy
-from bot.report.results_file import benchmark_result
-from workers.benchmarks.definition import Benchmark
+from bot.report.campaign import judge_campaign, result_json
 from workers.lab.job import RunFailed
-from workers.lab.pairs import BASE, PATCHED, RunOne, Sample, run_pairs
-
-COUNTER_DELTA = 0.05  # reclaim counters: report changes of 5% or more
-
-
-class StoredSample(Protocol):
-    metric: str
-    value: float
-    unit: str
-    kernel: str
-    pair_index: int
-    position: int
-    warmup: bool
-
+from workers.lab.pairs import RunOne, Sample, run_pairs
 
 # Called after each boot with (boots done, most boots the campaign can take).
 Progress = Callable[[int, int], None]
@@ -89,57 +74,6 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
         return _finish(db, campaign_id, benchmark,
                        error=f"{exc.__class__.__name__}: {exc}\n{traceback.format_exc()}")
     return _finish(db, campaign_id, benchmark, orders=list(result.orders))
-
-
-def judge_campaign(campaign: LabCampaign, benchmark: Benchmark,
-                   samples: Sequence[StoredSample] | None = None) -> BenchmarkResult:
-    """Every metric's verdict, from the measured (not warm-up) samples."""
-    measured = [s for s in (campaign.samples if samples is None else samples) if not s.warmup]
-    policy = campaign_policy(campaign, measured)
-    return benchmark_result(_raw_benchmark(benchmark, measured), policy,
-                            f"campaign {campaign.id}")
-
-
-def campaign_policy(campaign: LabCampaign, measured: Sequence[StoredSample]) -> RunPolicy:
-    pairs = len({s.pair_index for s in measured})
-    return RunPolicy(runs_per_kernel=pairs, order="randomized pairs (AB or BA, seeded)",
-                     sequential=True, k_min=campaign.k_min, k_max=campaign.k_max,
-                     delta=COUNTER_DELTA)
-
-
-def result_json(campaign: LabCampaign, judged: BenchmarkResult) -> dict[str, Any]:
-    """What the `result` column caches for the status page."""
-    pairs = len({s.pair_index for s in campaign.samples if not s.warmup})
-    return {
-        "pairs": pairs,
-        "stopped_early": pairs < campaign.k_max,
-        "metrics": [m.as_dict() for m in judged.metrics],
-        "not_compared": list(judged.not_compared),
-    }
-
-
-def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:
-    """The recorded-results shape (bot.report.results_file) of a campaign's samples."""
-    names = list(dict.fromkeys(s.metric for s in samples))
-    metrics = []
-    for name in names:
-        try:
-            spec = benchmark.metric(name)
-            higher, delta, secondary = spec.higher_is_better, spec.delta, not spec.main
-        except KeyError:  # a reclaim counter: no direction is better in general
-            higher, delta, secondary = None, COUNTER_DELTA, True
-        side = {k: sorted((s for s in samples if s.metric == name and s.kernel == k),
-                          key=lambda s: 2 * s.pair_index + s.position) for k in (BASE, PATCHED)}
-        if not side[BASE] or not side[PATCHED]:
-            continue
-        metrics.append({
-            "name": name, "unit": side[BASE][0].unit, "higher_is_better": higher,
-            "delta": delta, "secondary": secondary,
-            "base": [s.value for s in side[BASE]], "patched": [s.value for s in side[PATCHED]],
-            "base_positions": [2 * s.pair_index + s.position for s in side[BASE]],
-            "patched_positions": [2 * s.pair_index + s.position for s in side[PATCHED]],
-        })
-    return {"name": benchmark.name, "parameters": dict(benchmark.parameters), "metrics": metrics}
 
 
 def _stored_boots(rows: Sequence[LabSample]) -> dict[tuple[str, int, int], tuple[Sample, ...]]:

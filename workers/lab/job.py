@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark
-from workers.benchmarks.vmstat import counter_delta, parse_counters
+from bot.benchmarks.definition import Benchmark
+from bot.benchmarks.vmstat import counter_delta, parse_counters
 from workers.lab.pairs import Sample
 
 CGROUP_ROOT = "/sys/fs/cgroup"

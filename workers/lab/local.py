@@ -3,7 +3,7 @@
 For the stand-in simulator tree (its "kernel" is a program) and for userspace-only comparisons.
 A and B are two paths (for the simulator, two built `arch/x86/boot/bzImage` files), filled into
 the benchmark's `{kernel}` parameter. A program built from a patch is a stranger's code, so the
-job runs in the build sandbox (workers.sandbox): no network but a loopback of its own, an
+job runs in the build sandbox (workers.kernel.sandbox): no network but a loopback of its own, an
 environment of nothing but the allow-list, the filesystem read-only but for the job's own
 directories, the host's secrets hidden but for the programs and scripts in the job's command,
 resource limits, and the whole job killed at the timeout.
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark
+from bot.benchmarks.definition import Benchmark
+from workers.kernel.sandbox import Limits, SandboxError, minimal_env, run_sandboxed
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.pairs import Sample
-from workers.sandbox import Limits, SandboxError, minimal_env, run_sandboxed
 
 __all__ = ["LocalRunner", "RunFailed"]
 

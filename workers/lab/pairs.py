@@ -16,10 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.analysis.verdict import DEFAULT_K_MAX, DEFAULT_K_MIN, Comparison, decide_after_pair
-from workers.benchmarks.definition import Metric
-
-BASE = "A"
-PATCHED = "B"
+from bot.benchmarks.definition import BASE, PATCHED, Metric
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark
-from workers.lab.hosts import LabHostSettings
+from bot.benchmarks.definition import Benchmark
+from bot.config.lab_hosts import LabHostSettings
 from workers.lab.initramfs import build_initramfs
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.kernel_image import default_cache_dir, direct_boot_image

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark
-from workers.lab.hosts import LabHostSettings
+from bot.benchmarks.definition import Benchmark
+from bot.config.lab_hosts import LabHostSettings
 from workers.lab.pairs import RunOne
 
 

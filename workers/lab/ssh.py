@@ -30,9 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
+from bot.benchmarks.definition import Benchmark
 from bot.config import data_dir
-from workers.benchmarks.definition import Benchmark
-from workers.lab.hosts import LabHostSettings
+from bot.config.lab_hosts import LabHostSettings
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.pairs import Sample
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import platformdirs
 
-from workers.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.definition import Benchmark, Metric
 
 SOURCE = Path(__file__).with_name("anon-swap.c")
 THROUGHPUT = "anon-swap.throughput"
@@ -86,7 +86,7 @@ def anon_swap(mb: int = 384, binary: Path | None = None, delta: float = DELTA) -
     """`anon-swap MB`, built by `build()` unless `binary` is given.
 
     The default, 384 MB, is above the default 256 MB guest and below its memory plus its 512 MB
-    swap disk (workers.lab.hosts): every page goes out to swap and comes back once.
+    swap disk (bot.config.lab_hosts): every page goes out to swap and comes back once.
     """
     path = (binary or build()).resolve()  # absolute: the qemu runner runs it in a chroot
     return Benchmark(

@@ -1,8 +1,8 @@
 """The automatic pipeline's planner: which new series versions get a review run, and where.
 
 A version is planned once: when it is complete, recent, touches a path a suite watches
-(bot.suites), and its series was not stopped by `#lorelab stop` (bot.stops). Its tree is the
-first whose `list_branches` names one of the version's lists, else the first tree. A newer
+(bot.runs.suites), and its series was not stopped by `#lorelab stop` (bot.runs.stops). Its tree
+is the first whose `list_branches` names one of the version's lists, else the first tree. A newer
 version of the same series supersedes the older one's unfinished runs, so the lab never spends
 hours on a version nobody will merge.
 """
@@ -17,8 +17,10 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
-from bot.stops import series_stopped
-from bot.suites import suite_for
+from bot.runs.lifecycle import cancel_run, create_run
+from bot.runs.states import RunState
+from bot.runs.stops import series_stopped
+from bot.runs.suites import suite_for
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,6 @@ class Planned:
 def plan_new_versions(session: Session, settings: Settings,
                       now: dt.datetime | None = None) -> list[Planned]:
     """Create review runs for the versions that need one (committed by the caller)."""
-    from workers.pipeline import cancel_run, create_run
-
     if not settings.plan.auto or not settings.trees:
         return []
     now = now or utcnow()
@@ -53,7 +53,7 @@ def plan_new_versions(session: Session, settings: Settings,
         superseded = []
         for older in _older_versions(session, version):
             for run in older_runs(session, older):
-                if cancel_run(session, run, state="superseded"):
+                if cancel_run(session, run, state=RunState.SUPERSEDED):
                     superseded.append(run.id)
         run = create_run(session, version, kind="review",
                          tree=planned_tree(session, settings, version),
@@ -74,7 +74,7 @@ def _older_versions(session: Session, version: SeriesVersion) -> list[int]:
 
 
 def planned_tree(session: Session, settings: Settings, version: SeriesVersion) -> str:
-    """The tree a version is tested on (also for `#lorelab test`, bot.command_handler)."""
+    """The tree a version is tested on (also for `#lorelab test`, bot.commands.handler)."""
     lists = set(session.scalars(
         sa.select(MailingList.name).join(MessageList, MessageList.list_id == MailingList.id)
         .join(Patch, Patch.message_id == MessageList.message_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from workers.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.definition import Benchmark, Metric
 
 THROUGHPUT = "reclaim-sim.throughput"
 SECONDS = "reclaim-sim.seconds"

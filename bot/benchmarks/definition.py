@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from workers.benchmarks.vmstat import RECLAIM_COUNTERS
+from bot.benchmarks.vmstat import RECLAIM_COUNTERS
+
+# The two kernels of a comparison, as samples and campaigns name them.
+BASE = "A"
+PATCHED = "B"
 
 # Output text -> {metric name: value}; raises ValueError when the output holds no result.
 OutputParser = Callable[[str], Mapping[str, float]]

@@ -21,19 +21,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bot.plan import git_env
+from bot.runs.base import git_env
+from bot.runs.records import Conflict
 
 MAX_HUNK_CHARS = 4000  # of conflict text kept per file
 
 
 class UnsafePatch(ValueError):
     """A patch names a path outside the tree; the text says which."""
-
-
-@dataclass(frozen=True)
-class Conflict:
-    path: str
-    hunks: str  # the conflicted region(s) as `git diff` shows them, with markers
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@
   `window_minutes`; past that a command is recorded and not done, and only the first such one
   in a window is answered, so that a flood of mail does not become a flood of replies.
 
-Pure: the handler (bot.command_handler) gathers the facts and records the decisions.
+Pure: the handler (bot.commands.handler) gathers the facts and records the decisions.
 """
 
 from __future__ import annotations

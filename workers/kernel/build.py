@@ -9,7 +9,7 @@
 - ccache (when installed and enabled) under the work directory.
 - An artifact cache keyed by (source tree hash, config hash, compiler version): a tree that
   was built once with the same configuration and compiler is not built again.
-- Every make runs in `workers.sandbox` (no network, no secrets, limits, read-only elsewhere).
+- Every make runs in `workers.kernel.sandbox` (no network, no secrets, limits, read-only elsewhere).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bot.plan import git_env
+from bot.config.build import BuildSettings
 from bot.report.build_log import first_errors
-from workers.sandbox import Limits, minimal_env, run_sandboxed
-from workers.settings import BuildSettings
+from bot.runs.base import git_env
+from workers.kernel.sandbox import Limits, minimal_env, run_sandboxed
 
 ARTIFACTS = {"bzImage": "arch/x86/boot/bzImage", "vmlinux": "vmlinux"}
 CONFIG_TARGETS = ("tinyconfig", "defconfig", "allnoconfig", "allmodconfig", "allyesconfig")

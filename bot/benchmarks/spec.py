@@ -9,8 +9,8 @@ The form a run records, `lorelab bench --bench` and `lorelab review --bench` tak
 
 from __future__ import annotations
 
-from workers.benchmarks.definition import Benchmark
-from workers.benchmarks.registry import benchmark
+from bot.benchmarks.definition import Benchmark
+from bot.benchmarks.registry import benchmark
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, int | float | str]]:

@@ -2,8 +2,8 @@
 
 `lorelab review` and `lorelab demo` call `review_thread`; the automatic pipeline reaches the
 same run steps through Celery. The thread comes from a local mbox, a lore URL, or a message-id
-looked up on the configured lore base. The outcome's `verdict_class` is what the command's exit
-status reports.
+looked up on the configured lore base. What the run found is `bot.runs.outcome.decide`'s; its
+exit status is what the command reports.
 """
 
 from __future__ import annotations
@@ -17,22 +17,24 @@ from urllib.parse import unquote
 
 import sqlalchemy as sa
 
+from bot.benchmarks.spec import from_spec
 from bot.config import Settings
+from bot.config.lab_hosts import find_host
 from bot.db.models import Message, OutboxReply, Patch, Run, SeriesVersion
 from bot.db.session import Database
 from bot.ingest.sources import RawMail, iter_mbox
 from bot.ingest.store import IngestSummary, ingest
 from bot.mail import parse_message
-from bot.plan import TreeSettings, tree_at
-from bot.suites import suite_for
+from bot.runs.base import TreeSettings
+from bot.runs.lifecycle import PlanError, create_run, find_tree
+from bot.runs.outcome import RunOutcome, outcome_of
+from bot.runs.records import ReportRecord
+from bot.runs.states import FINISHED, StepState
+from bot.runs.suites import suite_for
+from bot.runs.taskqueue import dispatch
 
 DEFAULT_LORE = "https://lore.kernel.org/all"
 _LORE_URL = re.compile(r"^(https?://[^/]+(?:/[^/]+)?)/([^/]+@[^/]+)(?:/.*)?$")
-
-# Exit statuses of `lorelab review`, by what the run found (README, "The main job").
-EXIT_CODES = {"no change": 0, "improvement": 10, "regression": 11, "does not apply": 12,
-              "does not build": 13, "not benchmarked": 14}
-
 
 class ReviewError(ValueError):
     """A thread or tree that cannot be reviewed; the text says what to do."""
@@ -45,15 +47,23 @@ class ReviewOutcome:
     title: str
     version: int
     state: str  # the run's state
-    verdict_class: str  # a key of EXIT_CODES
+    outcome: RunOutcome
     reply: bytes | None  # the reply as stored in the outbox (sent or waiting)
     reply_state: str | None
     ingest: IngestSummary = field(default_factory=IngestSummary)
     steps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def verdict_class(self) -> str:
+        """What the run found, in words: "improvement", "does not apply", ..."""
+        return self.outcome.label
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_CODES[self.verdict_class]
+        code = self.outcome.exit_code
+        if code is None:  # a finished review run always has one (bot.runs.outcome)
+            raise ValueError(f"run {self.run_id} has not finished: {self.outcome.why}")
+        return code
 
 
 def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail], str | None]:
@@ -82,18 +92,11 @@ def thread_mails(ref: str, lore_base: str = DEFAULT_LORE) -> tuple[list[RawMail]
 
 
 def tree_for(settings: Settings, path: str | None) -> TreeSettings:
-    """The configured tree at `path`, or one named by the path (bot.plan.tree_at)."""
-    if path is None:
-        if settings.trees:
-            return settings.trees[0]
-        raise ReviewError("no kernel tree: pass --tree PATH or add a [[trees]] table")
-    for tree in settings.trees:
-        if Path(tree.path).resolve() == Path(path).resolve():
-            return tree
+    """The configured tree at `path`, or one named by the path (bot.runs.lifecycle.find_tree)."""
     try:
-        return tree_at(path)
-    except ValueError as exc:
-        raise ReviewError(f"{exc}; --tree needs a kernel git tree") from None
+        return find_tree(settings, path)
+    except PlanError as exc:
+        raise ReviewError(str(exc)) from None
 
 
 def find_version(session: sa.orm.Session, msgids: Iterable[str],
@@ -126,10 +129,6 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
 
     With the embedded default (no broker) every step runs here, now; with a broker the steps go
     to the workers and this waits for the run to finish."""
-    from workers.benchmarks.spec import from_spec
-    from workers.lab.hosts import find_host
-    from workers.pipeline import create_run, dispatch
-
     try:  # a typo should cost nothing: checked before anything is fetched or built
         find_host(settings.lab_hosts, runner)
         for spec in benchmarks or []:
@@ -151,9 +150,6 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
         run_id, title, number = run.id, version.title, version.version
     if on_ingested is not None:
         on_ingested(summary, f"{title} (v{number})")
-    import workers.app
-
-    workers.app.configure(settings)
     with db.session() as session:
         dispatch(session.get(Run, run_id), settings)  # type: ignore[arg-type]
     if settings.celery.broker_url:
@@ -170,14 +166,12 @@ def wait_for_run(db: Database, run_id: int, timeout: float, poll: float = 0.5) -
     time limit: a run that is not done by then waits for a worker that is not there)."""
     import time
 
-    from workers.pipeline import FINISHED
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with db.session() as session:
             run = session.get(Run, run_id)
             assert run is not None
-            if run.state in FINISHED and all(s.state != "running" for s in run.steps):
+            if run.state in FINISHED and all(s.state != StepState.RUNNING for s in run.steps):
                 return
         time.sleep(poll)
     raise ReviewError(f"run {run_id} did not finish in {timeout:.0f} s: are workers serving "
@@ -185,41 +179,19 @@ def wait_for_run(db: Database, run_id: int, timeout: float, poll: float = 0.5) -
 
 
 def run_outcome(db: Database, run_id: int) -> ReviewOutcome:
-    """What a finished review run found, its reply, and its verdict class."""
+    """What a finished review run found, and its reply."""
     with db.session() as session:
         run = session.get(Run, run_id)
         assert run is not None
         version = session.get(SeriesVersion, run.series_version_id)
         assert version is not None
-        steps = {s.name: s for s in run.steps}
-        report = steps.get("report")
-        reply_id = report.result.get("reply") if report is not None else None
+        report = next((s for s in run.steps if s.name == "report"), None)
+        reply_id = ReportRecord.from_step(report).reply
         row = session.get(OutboxReply, reply_id) if reply_id else None
-        verdict = _verdict_class(session, run, steps)
         return ReviewOutcome(
             run_id=run.id, series_version_id=version.id, title=version.title,
-            version=version.version, state=run.state, verdict_class=verdict,
+            version=version.version, state=run.state, outcome=outcome_of(session, run),
             reply=bytes(row.raw) if row else None, reply_state=row.state if row else None,
             steps=[{"name": s.name, "state": s.state, "error": s.error,
                     "seconds": (s.finished_at - s.started_at).total_seconds()
                     if s.finished_at and s.started_at else None} for s in run.steps])
-
-
-def _verdict_class(session: sa.orm.Session, run: Run, steps: dict[str, Any]) -> str:
-    from bot.db.models import LabCampaign
-
-    if steps["apply"].state != "done":
-        return "does not apply"
-    if any(steps[n].state != "done" or not steps[n].result.get("ok")
-           for n in ("build-base", "build-patched")):
-        return "does not build"
-    if steps["bench"].state != "done":
-        return "not benchmarked"
-    verdicts = {m["verdict"] for c in session.scalars(
-        sa.select(LabCampaign).where(LabCampaign.run_id == run.id, LabCampaign.state == "done"))
-        for m in c.result.get("metrics", []) if not m["secondary"]}
-    if "regression" in verdicts:
-        return "regression"
-    if "improvement" in verdicts:
-        return "improvement"
-    return "no change"

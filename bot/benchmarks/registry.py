@@ -11,12 +11,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from workers.benchmarks.anon_swap import anon_swap
-from workers.benchmarks.definition import Benchmark
-from workers.benchmarks.hackbench import hackbench
-from workers.benchmarks.memcached import memcached, memcached_memcg
-from workers.benchmarks.readtwice import readtwice, readtwice_memcg
-from workers.benchmarks.simulator import simulator
+from bot.benchmarks.anon_swap import anon_swap
+from bot.benchmarks.definition import Benchmark
+from bot.benchmarks.hackbench import hackbench
+from bot.benchmarks.memcached import memcached, memcached_memcg
+from bot.benchmarks.readtwice import readtwice, readtwice_memcg
+from bot.benchmarks.simulator import simulator
 
 
 def reclaim_sim(ops: int = 300_000, delta: float = 0.01) -> Benchmark:

@@ -14,8 +14,8 @@ trimmed it). A command someone quotes back when answering is therefore not run a
 that starts with `#lorelab` but is not a valid command is kept, with the problems found, so
 that its sender can be told what was not understood.
 
-Pure: text in, `Command`s out. Who may run what is `bot.command_policy`; doing it is
-`bot.command_handler`.
+Pure: text in, `Command`s out. Who may run what is `bot.commands.policy`; doing it is
+`bot.commands.handler`.
 """
 
 from __future__ import annotations

@@ -4,19 +4,27 @@ A step is `queued` when a run is made, `running` (with host:pid, start time and 
 number) while a worker has it, then `done` or `failed` with its result, log excerpt and error.
 A worker killed mid-step leaves `running`; running the step again (a Celery retry, a redelivery
 after acks_late, or `lorelab runs resume`) starts it over: every step is idempotent.
+
+`run_step` is the one recorder every step body runs under: it marks the step running, runs the
+body, and records its end; a `StepFailed` is a failure the body names, any other exception is
+recorded with its traceback (the worker lives on), and a `TransientError` goes to Celery to
+retry.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 
-from bot.db.models import Run, RunStep, utcnow
+from bot.db.models import RunStep, utcnow
 from bot.db.session import Database
+from bot.runs.states import STOPPED, RunState, StepState
 
 MAX_EXCERPT = 8000  # characters of log kept on the row
 
@@ -26,6 +34,47 @@ LISTENERS: list[Callable[[int, str, str], None]] = []
 
 class TransientError(RuntimeError):
     """A failure worth retrying (database unreachable, a git lock held): Celery retries it."""
+
+
+class StepFailed(Exception):
+    """A step that ended in a failure its body can name (the series does not apply, no
+    kernel to boot); recorded with this message and, if given, a result and a log."""
+
+    def __init__(self, message: str, *, result: dict[str, Any] | None = None,
+                 log: str = "") -> None:
+        super().__init__(message)
+        self.result = result or {}
+        self.log = log
+
+
+@dataclass
+class StepEnd:
+    """How a step body ended: ok or not, its record, its log, and run fields it sets."""
+
+    ok: bool = True
+    result: dict[str, Any] = field(default_factory=dict)
+    log: str = ""
+    error: str | None = None
+    run_fields: dict[str, Any] = field(default_factory=dict)
+
+
+def run_step(db: Database, step_id: int, task_id: str | None,
+             body: Callable[[], StepEnd]) -> None:
+    """Run `body` as step `step_id`, recording its start and end (nothing when the step is
+    done already or its run was stopped)."""
+    if not start_step(db, step_id, task_id):
+        return
+    try:
+        end = body()
+    except TransientError:
+        raise
+    except StepFailed as exc:
+        end = StepEnd(ok=False, result=exc.result, log=exc.log, error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - recorded on the row; the worker lives on
+        end = StepEnd(ok=False, error=f"{exc.__class__.__name__}: {exc}",
+                      log=traceback.format_exc())
+    finish_step(db, step_id, ok=end.ok, result=end.result, log=end.log, error=end.error,
+                run_fields=end.run_fields)
 
 
 def host_id() -> str:
@@ -49,10 +98,9 @@ def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
         step = session.get(RunStep, step_id, with_for_update=True)
         if step is None:
             raise LookupError(f"no run step {step_id}")
-        if step.state in ("done", "cancelled", "superseded") or step.run.state in (
-                "cancelled", "superseded"):
+        if step.state in (StepState.DONE, *STOPPED) or step.run.state in STOPPED:
             return False
-        step.state = "running"
+        step.state = StepState.RUNNING
         step.host = host_id()
         step.task_id = task_id or step.task_id
         step.attempts += 1
@@ -60,7 +108,7 @@ def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
         step.finished_at = None
         step.error = None
         run = step.run
-        run.state = "running"
+        run.state = RunState.RUNNING
         run.updated_at = utcnow()
         run_id, name = run.id, step.name
     notify(run_id, name, "running")
@@ -81,7 +129,7 @@ def finish_step(
     with db.session() as session:
         step = session.get(RunStep, step_id)
         assert step is not None
-        step.state = "done" if ok else "failed"
+        step.state = StepState.DONE if ok else StepState.FAILED
         step.finished_at = utcnow()
         step.result = result or {}
         step.log_excerpt = excerpt(log)
@@ -91,22 +139,12 @@ def finish_step(
             setattr(run, key, value)
         session.flush()
         states = list(session.scalars(sa.select(RunStep.state).where(RunStep.run_id == run.id)))
-        if run.state in ("cancelled", "superseded"):
+        if run.state in STOPPED:
             pass  # a step that was running when the run was stopped: its result is kept
-        elif "failed" in states:
-            run.state = "failed"
-        elif all(s == "done" for s in states):
-            run.state = "done"
+        elif StepState.FAILED in states:
+            run.state = RunState.FAILED
+        elif all(s == StepState.DONE for s in states):
+            run.state = RunState.DONE
         run.updated_at = utcnow()
         run_id, name, state = run.id, step.name, step.state
     notify(run_id, name, state)
-
-
-def load_run(db: Database, run_id: int) -> Run:
-    with db.session() as session:
-        run = session.get(Run, run_id)
-        if run is None:
-            raise LookupError(f"no run {run_id}")
-        _ = run.steps
-        session.expunge_all()
-        return run

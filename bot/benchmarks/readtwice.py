@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.definition import Benchmark, Metric
 
 SCRIPT = Path(__file__).with_name("scripts") / "readtwice.sh"
 THROUGHPUT = "readtwice.throughput"
@@ -54,7 +54,7 @@ def _readtwice(name: str, mb: int, files: int, memcg_max: str | None,
 def readtwice(mb: int = 512, files: int = 0, delta: float = DELTA) -> Benchmark:
     """`readtwice.sh {scratch} MB FILES` (FILES 0: one per CPU) under global reclaim.
 
-    The default, 512 MB, is twice the default 256 MB guest (workers.lab.hosts); sparse files
+    The default, 512 MB, is twice the default 256 MB guest (bot.config.lab_hosts); sparse files
     take no room on its scratch disk.
     """
     return _readtwice("readtwice", mb, files, None, delta)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workers.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.definition import Benchmark, Metric
 
 SCRIPT = Path(__file__).with_name("scripts") / "memcached.sh"
 OPS = "memcached.ops"

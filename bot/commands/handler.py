@@ -1,10 +1,10 @@
 """Acting on `#lorelab` commands in stored mail: the I/O edge of the email command language.
 
-For each stored reply that holds command lines (bot.commands), in date order, in one
+For each stored reply that holds command lines (bot.commands.language), in date order, in one
 transaction per mail:
 1. the series version it is about: the nearest of its References (the mail it answers first)
    that is a patch, a cover letter or a posting's anchor, else the newest version in its thread;
-2. for each command, in line order: the sender's rate limit (bot.command_policy, counting the
+2. for each command, in line order: the sender's rate limit (bot.commands.policy, counting the
    sender's `CommandRequest` rows in the window), then whether it was understood, then whether
    the sender may run it (the series author; the M:/R: people of the tree's MAINTAINERS for the
    files the version touches who are on the thread; the allow-list);
@@ -33,7 +33,10 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.command_policy import (
+from bot.benchmarks.registry import BENCHMARKS
+from bot.commands.language import HELP, Command, parse_commands
+from bot.commands.maintainers import Maintainers, read_maintainers
+from bot.commands.policy import (
     CommandSettings,
     PastRequest,
     RateDecision,
@@ -43,19 +46,18 @@ from bot.command_policy import (
     rate_decision,
     who_may,
 )
-from bot.commands import HELP, Command, parse_commands
 from bot.config import Settings
 from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.mail import parse_message
-from bot.maintainers import Maintainers, read_maintainers
-from bot.planner import planned_tree
 from bot.report.command_reply import CommandAnswer, compose_command_reply
 from bot.report.context import ParentMessage
 from bot.report.from_db import parent_message, reply_options
 from bot.report.outbox import enqueue
-from bot.suites import suite_for
-from workers.pipeline import FINISHED, cancel_run, create_run, find_tree, retest_run
+from bot.runs.lifecycle import cancel_run, create_run, find_tree, retest_run
+from bot.runs.planner import planned_tree
+from bot.runs.states import FINISHED
+from bot.runs.suites import suite_for
 
 # Messages that are postings, not replies to them: never read for commands.
 NOT_REPLIES = ("patch", "cover", "pull-request")
@@ -86,16 +88,6 @@ class CommandOutcome:
         return {**dataclasses.asdict(self), "run_ids": list(self.run_ids)}
 
 
-def known_benchmarks() -> list[str] | None:
-    """The benchmark names the lab knows, or None before the registry exists (then names are
-    checked when the run starts)."""
-    try:
-        from workers.benchmarks.registry import BENCHMARKS
-    except ImportError:
-        return None
-    return sorted(BENCHMARKS)
-
-
 def handle_command_mails(db: Database, settings: Settings, message_ids: Sequence[str], *,
                          now: dt.datetime | None = None) -> list[CommandOutcome]:
     """Act on the commands in the stored messages `message_ids` (without angle brackets)
@@ -118,7 +110,7 @@ def _mails_with_commands(db: Database, settings: Settings, message_ids: Sequence
     """(message id, its commands) for each reply holding any, oldest first."""
     oldest = now - dt.timedelta(hours=settings.commands.max_age_hours)
     bot_address = settings.report.identity().sender.key
-    benchmarks = known_benchmarks()
+    benchmarks = sorted(BENCHMARKS)
     found: list[tuple[dt.datetime, int, str, list[Command]]] = []
     for start in range(0, len(message_ids), _CHUNK):
         chunk = list(dict.fromkeys(message_ids[start : start + _CHUNK]))

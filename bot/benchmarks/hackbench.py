@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from workers.benchmarks.definition import Benchmark, Metric
+from bot.benchmarks.definition import Benchmark, Metric
 
 TIME_METRIC = "hackbench.time"
 _TIME = re.compile(r"^Time:\s*([0-9]+(?:\.[0-9]+)?)\s*$", re.M)

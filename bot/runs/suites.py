@@ -33,7 +33,7 @@ class PlanSettings:
 class SuiteSettings:
     name: str
     watched: list[str] = field(default_factory=list)  # path patterns
-    benchmarks: list[str] = field(default_factory=list)  # workers.benchmarks.registry names
+    benchmarks: list[str] = field(default_factory=list)  # bot.benchmarks.registry names
     lab_host: str = ""  # empty: the first configured lab host
 
 

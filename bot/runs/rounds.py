@@ -1,8 +1,8 @@
 """The automatic pipeline: what `lorelab run` does after each round of polls.
 
-1. plan a review run for each new complete version a suite watches (bot.planner), stopping the
+1. plan a review run for each new complete version a suite watches (bot.runs.planner), stopping the
    older versions' unfinished runs;
-2. act on `#lorelab` commands in mail stored since the last round (bot.command_handler);
+2. act on `#lorelab` commands in mail stored since the last round (bot.commands.handler);
 3. send the new runs to the workers (Celery; eager in the embedded default);
 4. deliver the replies that are due (bot.report.delivery).
 Each part is idempotent: a round repeated after a crash plans, answers and sends nothing twice.
@@ -19,8 +19,10 @@ import sqlalchemy as sa
 from bot.config import Settings, data_dir
 from bot.db.models import Message, Run, RunStep
 from bot.db.session import Database
+from bot.runs.states import RunState, StepState
+from bot.runs.taskqueue import send_run
 
-log = logging.getLogger("lorelab")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,33 +41,20 @@ def unstarted_runs(db: Database) -> list[int]:
     a run and sending it to Celery, these would wait forever."""
     with db.session() as session:
         started = sa.select(RunStep.id).where(RunStep.run_id == Run.id,
-                                              RunStep.state != "queued").exists()
-        return list(session.scalars(sa.select(Run.id).where(Run.state == "queued", ~started)
+                                              RunStep.state != StepState.QUEUED).exists()
+        return list(session.scalars(sa.select(Run.id).where(Run.state == RunState.QUEUED, ~started)
                                     .order_by(Run.id)))
 
 
 def dispatch_runs(db: Database, settings: Settings, run_ids: list[int]) -> list[int]:
-    import workers.app
-    from workers.pipeline import dispatch
-
-    workers.app.configure(settings)
-    sent = []
-    for run_id in run_ids:
-        with db.session() as session:
-            run = session.get(Run, run_id)
-            if run is None or run.state != "queued":
-                continue
-        with db.session() as session:
-            dispatch(session.get(Run, run_id), settings)  # type: ignore[arg-type]
-        sent.append(run_id)
-    return sent
+    return [run_id for run_id in run_ids if send_run(db, settings, run_id)]
 
 
 def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
     """Plan, handle commands in mail stored after `since`, dispatch, deliver."""
-    from bot.command_handler import handle_command_mails
-    from bot.planner import plan_new_versions
+    from bot.commands.handler import handle_command_mails
     from bot.report.delivery import deliver_due, make_transport
+    from bot.runs.planner import plan_new_versions
 
     result = Round()
     with db.session() as session:

@@ -19,13 +19,13 @@ from typing import Any
 
 import platformdirs
 
-from bot.command_policy import CommandSettings
+from bot.commands.policy import CommandSettings
+from bot.config.build import BuildSettings, CelerySettings
+from bot.config.lab_hosts import LabHostSettings
 from bot.ingest.settings import SourceSettings
-from bot.plan import TreeSettings
 from bot.report.settings import ReportSettings
-from bot.suites import PlanSettings, SuiteSettings
-from workers.lab.hosts import LabHostSettings
-from workers.settings import BuildSettings, CelerySettings
+from bot.runs.base import TreeSettings
+from bot.runs.suites import PlanSettings, SuiteSettings
 
 APP_NAME = "lorelab"
 

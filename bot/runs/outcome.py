@@ -1,0 +1,130 @@
+"""What a run found: the one decision every reader of a run shows.
+
+`decide` turns a run's recorded steps (and the main-metric verdicts its lab campaigns stored)
+into a `RunOutcome`: the outcome, why, which reply it calls for, and the exit status of
+`lorelab review`. The report step writes the reply it names, `lorelab review` exits with its
+status, and the status page and `lorelab runs show` print its label; none of them reads the
+step states on its own. See docs/replies.md for what each reply says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from bot.db.models import LabCampaign, Run
+from bot.report.benchmark_reply import KIND as BENCHMARK_REPLY
+from bot.report.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
+from bot.runs.records import ApplyRecord, BuildRecord
+from bot.runs.states import STOPPED, StepState
+
+
+class Outcome(StrEnum):
+    PENDING = "pending"  # a step the answer depends on has not finished
+    STOPPED = "stopped"  # cancelled, or superseded by a newer version
+    APPLIED = "applied"  # an apply run that applied
+    BUILT = "built"  # a build run whose two kernels built
+    NOT_APPLIED = "does not apply"  # the series conflicts with its base
+    NOT_BUILT = "does not build"  # the base built, the patched tree did not
+    NOT_TESTED = "not benchmarked"  # lorelab could not test it: not the series' fault
+    IMPROVEMENT = "improvement"
+    REGRESSION = "regression"
+    NO_CHANGE = "no change"
+
+
+# Exit statuses of `lorelab review` (README, "The main job").
+EXIT_CODES = {
+    Outcome.NO_CHANGE: 0, Outcome.IMPROVEMENT: 10, Outcome.REGRESSION: 11,
+    Outcome.NOT_APPLIED: 12, Outcome.NOT_BUILT: 13, Outcome.NOT_TESTED: 14, Outcome.STOPPED: 14,
+}
+
+
+class StepView(Protocol):
+    state: str
+    result: dict[str, Any]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    outcome: Outcome
+    why: str  # one line, for the status page and the report step's record
+    reply: str | None = None  # the reply kind it calls for; None: no reply
+
+    @property
+    def exit_code(self) -> int | None:
+        """`lorelab review`'s exit status; None while the run is pending, or for a run that
+        is not a review."""
+        return EXIT_CODES.get(self.outcome)
+
+    @property
+    def label(self) -> str:
+        return self.outcome.value
+
+
+_UNFINISHED = (StepState.QUEUED, StepState.RUNNING)
+
+
+def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
+           verdicts: Iterable[str] = ()) -> RunOutcome:
+    """The outcome of a run of `kind` (apply, build, review) in `run_state` whose steps are
+    `steps` by name; `verdicts` are the main metrics' verdicts of its finished campaigns."""
+    stopped = run_state in STOPPED
+
+    def unfinished(name: str) -> RunOutcome | None:
+        step = steps.get(name)
+        if step is None or step.state in _UNFINISHED or step.state in STOPPED:
+            if stopped:
+                return RunOutcome(Outcome.STOPPED, f"the run was {run_state}")
+            return RunOutcome(Outcome.PENDING, f"{name} has not finished")
+        return None
+
+    if (pending := unfinished("apply")) is not None:
+        return pending
+    apply = steps["apply"]
+    record = ApplyRecord.from_step(apply)
+    if apply.state != StepState.DONE or not record.applied:
+        if record.failed_patch and (record.conflicts or record.base):
+            return RunOutcome(Outcome.NOT_APPLIED, f"the series does not apply: {apply.error}",
+                              DOES_NOT_APPLY)
+        return RunOutcome(Outcome.NOT_TESTED, f"not applied, and not for a conflict: "
+                                              f"{apply.error}")
+    if kind == "apply":
+        return RunOutcome(Outcome.APPLIED, f"applied on {record.base[:12]}")
+    for name in ("build-base", "build-patched"):
+        if (pending := unfinished(name)) is not None:
+            return pending
+    if not _built(steps["build-base"]):
+        return RunOutcome(Outcome.NOT_TESTED, "the base does not build: not the series' fault")
+    if not _built(steps["build-patched"]):
+        return RunOutcome(Outcome.NOT_BUILT, "the patched tree does not build", BUILD_FAILURE)
+    if kind == "build":
+        return RunOutcome(Outcome.BUILT, "the base and the patched tree build")
+    if (pending := unfinished("bench")) is not None:
+        return pending
+    bench = steps["bench"]
+    if bench.state != StepState.DONE:
+        return RunOutcome(Outcome.NOT_TESTED, f"the benchmarks did not run: {bench.error}")
+    found = set(verdicts)
+    for verdict in (Outcome.REGRESSION, Outcome.IMPROVEMENT):
+        if verdict.value in found:
+            return RunOutcome(verdict, "benchmarked", BENCHMARK_REPLY)
+    return RunOutcome(Outcome.NO_CHANGE, "benchmarked", BENCHMARK_REPLY)
+
+
+def _built(step: StepView) -> bool:
+    return step.state == StepState.DONE and BuildRecord.from_step(step).ok
+
+
+def outcome_of(session: Session, run: Run) -> RunOutcome:
+    """`decide` for a stored run: its steps and its finished campaigns' main verdicts."""
+    campaigns = session.scalars(sa.select(LabCampaign).where(
+        LabCampaign.run_id == run.id, LabCampaign.state == "done"))
+    verdicts = [m["verdict"] for c in campaigns for m in (c.result or {}).get("metrics", [])
+                if not m.get("secondary")]
+    return decide(run.kind, run.state, {s.name: s for s in run.steps}, verdicts)
