@@ -18,8 +18,10 @@ import sqlalchemy as sa
 from bot.commands.handler import CommandOutcome, handle_command_mails
 from bot.commands.language import parse_commands
 from bot.commands.maintainers import parse_maintainers, read_maintainers
-from bot.commands.policy import CommandSettings, PastRequest, rate_decision
+from bot.commands.policy import PastRequest, rate_decision
 from bot.config import IngestSettings, Settings
+from bot.config.report import ReportSettings
+from bot.config.sections import CommandSettings, TreeSettings
 from bot.db.models import CommandRequest, OutboxReply, Run, SeriesVersion
 from bot.db.session import Database, ensure_schema
 from bot.demo.threads import (
@@ -33,8 +35,6 @@ from bot.demo.threads import (
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
 from bot.mail import parse_message
-from bot.report.settings import ReportSettings
-from bot.runs.base import TreeSettings
 from tests.cli import Lorelab
 
 MAINTAINERS = Path(__file__).parent / "fixtures" / "maintainers" / "MAINTAINERS"

@@ -31,7 +31,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from bot.config import Settings, load_settings
-from bot.report.settings import PASSWORD_ENV
+from bot.config.report import PASSWORD_ENV
 from bot.runs.taskqueue import queues
 from tests.cli import Lorelab
 

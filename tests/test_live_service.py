@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bot.config import ConfigError, load_settings
+from bot.config.sections import SourceSettings
 from bot.demo.threads import SeriesSpec, as_mbox, make_series, make_tree
 from bot.ingest.pigit import msgid_of
-from bot.ingest.settings import SourceSettings
 from tests.pi_server import LiveLorelab, PublicInbox, free_port, missing_reason
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.sections import TreeSettings
 from bot.demo.simtree import batch_series_spec, make_sim_tree
 from bot.demo.threads import as_mbox, make_series
-from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, TreeSettings, choose_base
+from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, choose_base
 from tests.gitrepo import GIT_ENV, git
 
 

@@ -12,13 +12,13 @@ import typer
 from typer.testing import CliRunner
 
 from bot.cli import outbox as outbox_cli
+from bot.config.report import ReportSettings
 from bot.db.session import Database, ensure_schema
 from bot.report import outbox
 from bot.report.benchmark_reply import compose_benchmark_reply
 from bot.report.compose import ComposedReply
 from bot.report.context import BotIdentity, Person, ReplyOptions
 from bot.report.results_file import load_results
-from bot.report.settings import ReportSettings
 
 RESULTS = Path(__file__).parent / "fixtures" / "results" / "vmscan-bailout-take2.json"
 

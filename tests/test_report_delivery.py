@@ -34,6 +34,7 @@ import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
+from bot.config.report import ReportSettings
 from bot.db.models import Message, OutboxReply
 from bot.db.session import Database
 from bot.report import outbox
@@ -43,7 +44,6 @@ from bot.report.context import BotIdentity, Person, ReplyOptions
 from bot.report.delivery import deliver_due, make_transport
 from bot.report.maildir import MaildirTransport
 from bot.report.results_file import load_results
-from bot.report.settings import ReportSettings
 from bot.report.smtp import SmtpTransport
 
 REPO = Path(__file__).resolve().parent.parent
@@ -196,7 +196,7 @@ SENDER = """
 import json, sys
 from bot.db.session import Database
 from bot.report.delivery import deliver_due
-from bot.report.settings import ReportSettings
+from bot.config.report import ReportSettings
 from bot.report.smtp import SmtpTransport
 
 args = json.loads(sys.argv[1])

@@ -18,8 +18,9 @@ from workers.kernel.steps import run_apply_step, run_build_step
 from workers.lab.step import run_bench_step
 from workers.report_step import run_report_step
 
+# How many retries: [celery] max_retries, set on each task by bot.runs.taskqueue.configure.
 _RETRY = {"autoretry_for": (TransientError, sa.exc.OperationalError), "retry_backoff": True,
-          "retry_backoff_max": 300, "max_retries": 3, "acks_late": True}
+          "retry_backoff_max": 300, "acks_late": True}
 
 
 @functools.cache

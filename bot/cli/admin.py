@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from bot.cli.context import UserError, console, emit_json, settings
-from bot.config import STARTER_CONFIG, default_config_path
+from bot.config import default_config_path, starter_config
 from bot.db.session import SCHEMA_HEAD, Database, current_revision, downgrade, upgrade
 
 db_app = typer.Typer(help="The database schema (Alembic migrations).")
@@ -27,7 +27,7 @@ def init(
     if target.exists() and not force:
         raise UserError(f"{target} exists; use --force to overwrite it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(STARTER_CONFIG, encoding="utf-8")
+    target.write_text(starter_config(), encoding="utf-8")
     console.print(f"wrote {target}; edit it, then run `lorelab db upgrade`")
 
 

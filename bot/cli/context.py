@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.console import Console
 from bot.config import ConfigError, Settings, load_settings
 
 CONFIG_PATH: str | None = None  # set by the root callback from --config
+_loaded: dict[tuple[object, ...], Settings] = {}
 
 console = Console(stderr=True)
 
@@ -24,10 +26,17 @@ class UserError(Exception):
 
 
 def settings() -> Settings:
-    try:
-        return load_settings(CONFIG_PATH)
-    except ConfigError as exc:
-        raise UserError(str(exc), exit_code=78) from None  # EX_CONFIG
+    """The settings, read once per process (again only if --config or the environment that
+    names them changed, as between in-process calls of the CLI)."""
+    key = (CONFIG_PATH, os.environ.get("XDG_CONFIG_HOME"),
+           tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("LORELAB_"))))
+    if key not in _loaded:
+        try:
+            _loaded.clear()
+            _loaded[key] = load_settings(CONFIG_PATH)
+        except ConfigError as exc:
+            raise UserError(str(exc), exit_code=78) from None  # EX_CONFIG
+    return _loaded[key]
 
 
 def emit_json(data: Any) -> None:

@@ -28,12 +28,12 @@ from bot.cli.analyze import load_results_file
 from bot.cli.context import UserError, emit_json, settings, stdout_console
 from bot.cli.database import open_database
 from bot.config import data_dir
+from bot.config.report import ReportSettings, ReportSettingsError
 from bot.db.models import OutboxReply, utcnow
 from bot.report import outbox
 from bot.report.benchmark_reply import compose_benchmark_reply
 from bot.report.context import ReplyOptions
 from bot.report.delivery import deliver_due, make_transport
-from bot.report.settings import ReportSettings, ReportSettingsError
 
 outbox_app = typer.Typer(help="Replies the bot wrote: moderation and delivery.")
 reply_app = typer.Typer(help="Reply composition.")

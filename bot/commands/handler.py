@@ -37,7 +37,6 @@ from bot.benchmarks.registry import BENCHMARKS
 from bot.commands.language import HELP, Command, parse_commands
 from bot.commands.maintainers import Maintainers, read_maintainers
 from bot.commands.policy import (
-    CommandSettings,
     PastRequest,
     RateDecision,
     Requester,
@@ -47,6 +46,7 @@ from bot.commands.policy import (
     who_may,
 )
 from bot.config import Settings
+from bot.config.sections import CommandSettings
 from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.mail import parse_message

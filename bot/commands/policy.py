@@ -17,22 +17,9 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-
-@dataclass
-class CommandSettings:
-    """The [commands] section: email commands (`LORELAB_COMMANDS_<KEY>` also set each key)."""
-
-    enabled: bool = True
-    # Addresses ("a@example.org") or domains ("@example.org") that may ask for a test of any
-    # series, besides its author and its maintainers.
-    allow_list: list[str] = field(default_factory=list)
-    rate_limit: int = 5  # commands done per sender in any window; 0: no limit
-    window_minutes: int = 60
-    # Commands in mail dated longer ago are ignored: a backfill of an archive must not act on,
-    # or answer, commands from the past.
-    max_age_hours: int = 72
+from bot.config.sections import CommandSettings
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.config import Settings
+from bot.config.sections import SourceSettings
 from bot.db.session import Database
 from bot.ingest.live import LiveSummary
 from bot.ingest.lore import LoreSource
 from bot.ingest.pigit import PiGitSource
-from bot.ingest.settings import SourceSettings
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from bot.config.report import ReportSettings
 from bot.db.models import OutboxReply, utcnow
 from bot.db.session import Database
 from bot.report.maildir import MaildirTransport
@@ -37,7 +38,6 @@ from bot.report.outbox import (
 )
 from bot.report.policy import OptOutList, RecentSend, rate_limit
 from bot.report.recovery import recover_interrupted
-from bot.report.settings import ReportSettings
 from bot.report.smtp import SmtpTransport
 from bot.report.transport import (
     DeliveryInDoubt,

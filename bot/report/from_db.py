@@ -10,9 +10,9 @@ import email
 import email.policy
 import email.utils
 
+from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
 from bot.report.context import ParentMessage, Person, ReplyOptions, SeriesInfo
-from bot.report.settings import ReportSettings
 
 LORE = "https://lore.kernel.org/r/"
 

@@ -41,10 +41,10 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.config.report import ReportSettings
 from bot.db.models import Message, OutboxReply, utcnow
 from bot.report.compose import ComposedReply
 from bot.report.policy import OptOutList, admit
-from bot.report.settings import ReportSettings
 
 PENDING_APPROVAL = "pending-approval"
 QUEUED = "queued"

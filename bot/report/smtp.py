@@ -16,7 +16,7 @@ import smtplib
 import ssl
 from collections.abc import Callable
 
-from bot.report.settings import ReportSettings
+from bot.config.report import ReportSettings
 from bot.report.transport import DeliveryInDoubt, Envelope, PermanentFailure, TransientFailure
 
 _LINE_END = re.compile(rb"\r?\n")

@@ -13,47 +13,16 @@ The order of the base choice (each step only when the one before gives nothing):
 from __future__ import annotations
 
 import email
-import hashlib
 import logging
 import mailbox
 import re
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-
-@dataclass
-class TreeSettings:
-    """One `[[trees]]` table: a kernel tree the workers apply series to."""
-
-    name: str
-    path: str  # a git checkout on the worker (never modified: runs use worktrees)
-    remote: str = ""  # where it is fetched from, for the record
-    branches: list[str] = field(default_factory=lambda: ["master"])
-    default_branch: str = ""  # empty: the first of `branches`
-    subject_tags: dict[str, str] = field(default_factory=dict)  # "mm-unstable" -> branch
-    list_branches: dict[str, str] = field(default_factory=dict)  # list name -> default branch
-
-    def __post_init__(self) -> None:
-        if not self.name or not self.path:
-            raise ValueError("a tree needs a name and a path")
-        if not self.branches:
-            raise ValueError(f"tree {self.name}: branches must not be empty")
-
-    @property
-    def fallback_branch(self) -> str:
-        return self.default_branch or self.branches[0]
-
-    @property
-    def key(self) -> str:
-        """A directory name for the tree's worktrees and builds (a tree named by its path gets
-        its directory's name and a hash of the path)."""
-        if "/" not in self.name:
-            return self.name
-        digest = hashlib.sha1(self.name.encode()).hexdigest()[:8]
-        return f"{Path(self.name).name}-{digest}"
+from bot.config.sections import TreeSettings
 
 
 def tree_at(path: str) -> TreeSettings:

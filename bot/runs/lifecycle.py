@@ -13,8 +13,9 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
+from bot.config.sections import TreeSettings
 from bot.db.models import Run, RunStep, SeriesVersion, utcnow
-from bot.runs.base import TreeSettings, tree_at
+from bot.runs.base import tree_at
 from bot.runs.states import FINISHED, STOPPED, RunState, StepState
 
 STEPS = {

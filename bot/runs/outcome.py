@@ -121,10 +121,15 @@ def _built(step: StepView) -> bool:
     return step.state == StepState.DONE and BuildRecord.from_step(step).ok
 
 
-def outcome_of(session: Session, run: Run) -> RunOutcome:
-    """`decide` for a stored run: its steps and its finished campaigns' main verdicts."""
-    campaigns = session.scalars(sa.select(LabCampaign).where(
-        LabCampaign.run_id == run.id, LabCampaign.state == "done"))
-    verdicts = [m["verdict"] for c in campaigns for m in (c.result or {}).get("metrics", [])
-                if not m.get("secondary")]
-    return decide(run.kind, run.state, {s.name: s for s in run.steps}, verdicts)
+def main_verdicts(campaigns: Iterable[LabCampaign]) -> list[str]:
+    """The main metrics' verdicts the finished campaigns stored when they were judged."""
+    return [m["verdict"] for c in campaigns if c.state == "done"
+            for m in (c.result or {}).get("metrics", []) if not m.get("secondary")]
+
+
+def outcome_of(session: Session, run: Run,
+               campaigns: Iterable[LabCampaign] | None = None) -> RunOutcome:
+    """`decide` for a stored run (its campaigns read unless given)."""
+    if campaigns is None:
+        campaigns = session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id))
+    return decide(run.kind, run.state, {s.name: s for s in run.steps}, main_verdicts(campaigns))

@@ -20,12 +20,12 @@ import sqlalchemy as sa
 from bot.benchmarks.spec import from_spec
 from bot.config import Settings
 from bot.config.lab_hosts import find_host
+from bot.config.sections import TreeSettings
 from bot.db.models import Message, OutboxReply, Patch, Run, SeriesVersion
 from bot.db.session import Database
 from bot.ingest.sources import RawMail, iter_mbox
 from bot.ingest.store import IngestSummary, ingest
 from bot.mail import parse_message
-from bot.runs.base import TreeSettings
 from bot.runs.lifecycle import PlanError, create_run, find_tree
 from bot.runs.outcome import RunOutcome, outcome_of
 from bot.runs.records import ReportRecord

@@ -9,8 +9,9 @@ reclaim suite of the lab this bot was started for.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+
+from bot.config.sections import SuiteSettings
 
 RECLAIM_PATHS = [
     "mm/vmscan.c", "mm/swap.c", "mm/swap_state.c", "mm/swapfile.c", "mm/workingset.c",
@@ -21,20 +22,8 @@ RECLAIM_PATHS = [
 ]
 
 
-@dataclass
-class PlanSettings:
-    """`[plan]`: whether new versions are planned automatically, and how far back."""
-
-    auto: bool = True  # plan review runs for new versions (false: only by command or CLI)
-    max_age_days: int = 14  # versions posted longer ago are not planned (a backfill is not)
 
 
-@dataclass
-class SuiteSettings:
-    name: str
-    watched: list[str] = field(default_factory=list)  # path patterns
-    benchmarks: list[str] = field(default_factory=list)  # bot.benchmarks.registry names
-    lab_host: str = ""  # empty: the first configured lab host
 
 
 RECLAIM = SuiteSettings(name="reclaim", watched=RECLAIM_PATHS,

@@ -56,11 +56,15 @@ def configure(settings: Settings) -> Celery:
         task_default_queue="git",
         task_annotations={
             "lorelab.apply": {"time_limit": celery.apply_time_limit,
-                              "soft_time_limit": celery.apply_time_limit - 30},
+                              "soft_time_limit": celery.apply_time_limit - 30,
+                              "max_retries": celery.max_retries},
             "lorelab.build": {"time_limit": celery.build_time_limit,
-                              "soft_time_limit": celery.build_time_limit - 60},
+                              "soft_time_limit": celery.build_time_limit - 60,
+                              "max_retries": celery.max_retries},
             "lorelab.bench": {"time_limit": celery.bench_time_limit,
-                              "soft_time_limit": celery.bench_time_limit - 60},
+                              "soft_time_limit": celery.bench_time_limit - 60,
+                              "max_retries": celery.max_retries},
+            "lorelab.report": {"max_retries": celery.max_retries},
         },
         # lorelab.bench goes to its lab host's queue, chosen per run (dispatch).
         task_routes={"lorelab.apply": {"queue": "git"}, "lorelab.build": {"queue": "build"},

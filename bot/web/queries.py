@@ -34,6 +34,7 @@ from bot.db.models import (
     Series,
     SeriesVersion,
 )
+from bot.runs.outcome import decide, main_verdicts
 from bot.series.views import series_dict
 from bot.web.queues import queue_lengths
 
@@ -164,6 +165,8 @@ class RunView:
     steps: list[StepView]
     campaigns: list[CampaignView]
     url: str
+    outcome: str = ""  # what the run found (bot.runs.outcome): "regression", "does not apply"
+    why: str = ""
 
 
 @dataclass
@@ -439,7 +442,9 @@ def campaign_view(campaign: LabCampaign, *, with_samples: bool = False,
 
 def _run_view(run: Run, version: SeriesVersion | None, campaigns: list[LabCampaign],
               base_url: str) -> RunView:
+    found = decide(run.kind, run.state, {s.name: s for s in run.steps}, main_verdicts(campaigns))
     return RunView(
+        outcome=found.label, why=found.why,
         id=run.id, kind=run.kind, state=run.state, tree=run.tree, trigger=run.trigger,
         benchmarks=list(run.benchmarks or []), runner=run.runner,
         series_version_id=run.series_version_id,
