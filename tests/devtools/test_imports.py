@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from bot.devtools import imports
+from tests.support.paths import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 
 
 def test_the_tree_keeps_the_dependency_rule() -> None:
