@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.ingest import Corpus, write_mbox  # noqa: E402
 from bench.machine import describe, machine  # noqa: E402
-from tests.pi_server import LAUNCH, PublicInbox, missing_reason  # noqa: E402
+from tests.support.pi_server import LAUNCH, PublicInbox, missing_reason  # noqa: E402
 
 RATIO_TARGET = 0.5
 PIPELINE = (

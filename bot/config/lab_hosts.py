@@ -45,6 +45,7 @@ class LabHostSettings:
     port: int = 22
     key: str = ""  # private key file
     kernel_dir: str = "/boot/lorelab"  # where the kernel is copied on the machine
+    job_dir: str = "/tmp"  # where each run's job directory is made, and removed, on the machine
     # Boots the copied kernel; {kernel} is its path there. Default: kexec, then reboot into it.
     boot_command: str = "kexec -l {kernel} --reuse-cmdline && systemctl kexec"
     boot_id_command: str = "cat /proc/sys/kernel/random/boot_id"

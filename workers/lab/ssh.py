@@ -205,7 +205,7 @@ class SshRunner:
     def _run_job(self, remote_kernel: str, boot: BootInfo) -> tuple[Sample, ...]:
         """Uploads and runs the job, and brings its results back, in one session whose output
         is a tar of the results directory; the job's directory is removed in any case."""
-        work = f"/tmp/lorelab-job-{uuid.uuid4().hex}"
+        work = f"{self.host.job_dir.rstrip('/')}/lorelab-job-{uuid.uuid4().hex}"
         w = shlex.quote(work)
         argv = self.benchmark.argv(kernel=remote_kernel, scratch=f"{work}/scratch")
         script = job_script(self.benchmark, argv, f"{work}/results", self.host.iterations)

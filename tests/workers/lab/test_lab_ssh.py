@@ -40,6 +40,7 @@ def machine(tmp_path: Path) -> Path:
     root = tmp_path / "machine"
     root.mkdir()
     (root / "boot_id").write_text("first-boot\n")
+    (root / "jobs").mkdir()
     return root
 
 
@@ -47,7 +48,8 @@ def lab_host(sshd: Sshd, machine: Path, **changes) -> LabHostSettings:
     m = machine
     host = LabHostSettings(
         name="lab1", runner="ssh", address="127.0.0.1", port=sshd.port, user=sshd.user,
-        key=str(sshd.client_key), kernel_dir=str(m / "boot"), timeout=30,
+        key=str(sshd.client_key), kernel_dir=str(m / "boot"), job_dir=str(m / "jobs"),
+        timeout=30,
         boot_command=(f"cat /proc/sys/kernel/random/uuid > {m}/boot_id; "
                       f"echo {{kernel}} >> {m}/booted; env > {m}/env"),
         boot_id_command=f"cat {m}/boot_id")
@@ -75,7 +77,6 @@ def test_one_run_boots_the_kernel_and_gives_bare_samples_of_that_boot(sshd, mach
                                                                       tmp_path, monkeypatch):
     # Debian's ssh_config sends LC_*, and this sshd accepts any variable: the runner sends none.
     monkeypatch.setenv("LC_LORELAB_SECRET", "do-not-send")
-    jobs_before = set(Path("/tmp").glob("lorelab-job-*"))
     host = lab_host(sshd, machine)
     runner = SshRunner(small_benchmark(), kernels, host, known_hosts=tmp_path / "known_hosts")
 
@@ -94,7 +95,7 @@ def test_one_run_boots_the_kernel_and_gives_bare_samples_of_that_boot(sshd, mach
     assert (machine / "booted").read_text().split() == [str(remote)]
     assert "LC_LORELAB_SECRET" not in (machine / "env").read_text()
     assert "127.0.0.1" in (tmp_path / "known_hosts").read_text()
-    assert set(Path("/tmp").glob("lorelab-job-*")) <= jobs_before  # the job's directory is gone
+    assert list((machine / "jobs").iterdir()) == []  # the job's directory is gone
 
 
 def test_a_kernel_already_on_the_machine_is_not_copied_again(sshd, machine, kernels, tmp_path):
