@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bot.db.models import LabCampaign, Run
+from bot.db.models import IngestCursor, LabCampaign, Run
 from bot.db.session import Database, ensure_schema
 from bot.demo.simtree import batch_series_spec, make_sim_tree
 from bot.demo.threads import make_series
@@ -147,7 +147,9 @@ allowed_lists = ["{LIST_ADDRESS}"]
             version_id = run.series_version_id
         db.dispose()
         _check_status_page(db_url, tmp_path, version_id, verdict)
-        time.sleep(3)  # two more rounds of the service: nothing is sent twice
+        # Two more whole rounds of the service (each ends its poll, then delivers): nothing
+        # is sent twice.
+        _wait_for_polls(db_url, 3)
         assert len(recorder.received) == 1
     finally:
         for proc in procs:
@@ -181,3 +183,18 @@ def _check_status_page(db_url: str, tmp_path: Path, version_id: int, verdict: st
         page = requests.get(f"{base}/series/{series_id}", timeout=30)
     assert page.status_code == 200
     assert verdict.split(" (")[0] in page.text and "<svg" in page.text
+
+
+def _wait_for_polls(db_url: str, count: int, limit: float = 120) -> None:
+    """Until the service has ended `count` more polls of its source (or `limit` seconds)."""
+    db = Database(db_url)
+    seen: set[object] = set()
+    deadline = time.monotonic() + limit
+    try:
+        while len(seen) <= count and time.monotonic() < deadline:
+            with db.session() as session:
+                seen.add(session.scalars(sa.select(IngestCursor.last_poll)).first())
+            time.sleep(0.1)
+    finally:
+        db.dispose()
+    assert len(seen) > count, f"the service ended {len(seen) - 1} polls, not {count}"

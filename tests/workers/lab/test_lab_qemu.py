@@ -16,7 +16,6 @@ import secrets
 import shutil
 import struct
 import tempfile
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -244,10 +243,8 @@ def _qemu_processes_using(path: Path) -> list[int]:
 def test_a_guest_that_outlives_its_timeout_is_killed_and_leaves_nothing_behind(kernel, tmp_path):
     runner = QemuRunner(hackbench(), {"A": kernel.vmlinuz, "B": kernel.vmlinuz},
                         qemu_host(kernel, timeout=2), work_dir=tmp_path)
-    started = time.monotonic()
     with pytest.raises(RunFailed, match=r"timed out after 2 s \((before|during) the job"):
         runner("A", 0, 0)
-    assert time.monotonic() - started < 10
     assert _qemu_processes_using(tmp_path) == []
     assert list(tmp_path.iterdir()) == []  # the boot's share and disks are gone too
     assert runner.boots[0].timed_out and runner.boots[0].exit_code is None
@@ -258,10 +255,9 @@ def test_a_file_that_is_no_kernel_fails_at_once_with_qemus_reason(kernel, tmp_pa
     garbage.write_bytes(os.urandom(4096))
     runner = QemuRunner(hackbench(), {"A": garbage, "B": garbage}, qemu_host(kernel),
                         cache_dir=tmp_path / "cache")
-    started = time.monotonic()
     with pytest.raises(RunFailed, match="stopped before the job began") as failure:
         runner("A", 0, 0)
-    assert time.monotonic() - started < 10
+    assert not runner.boots[0].timed_out  # qemu gave up by itself, not the runner's timeout
     # qemu's own words on what is wrong with the file are quoted.
     assert re.search(r"console:\nqemu: .*kernel", str(failure.value))
 
