@@ -23,7 +23,7 @@ from bot.config.lab_hosts import LabHostSettings, find_host
 from bot.db.models import LabCampaign, Run, RunStep, SeriesVersion
 from bot.db.session import Database
 from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.campaign import campaign_policy, judge_campaign
+from bot.report.campaign import campaign_policy, judge_campaign, stored_judgement
 from bot.report.compose import ComposedReply
 from bot.report.context import TreeInfo
 from bot.report.failure_reply import (
@@ -97,7 +97,10 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     campaigns = list(session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
                                                                  LabCampaign.state == "done")
                                      .order_by(LabCampaign.id)))
-    results = tuple(judge_campaign(c, make_benchmark(c.benchmark, **c.parameters))
+    # Each campaign was judged when it ended; a campaign stored before judgements were is
+    # judged from its samples.
+    results = tuple(stored_judgement(c) or judge_campaign(c, make_benchmark(c.benchmark,
+                                                                          **c.parameters))
                     for c in campaigns)
     measured = [s for s in campaigns[0].samples if not s.warmup]
     host = find_host(settings.lab_hosts, run.runner)

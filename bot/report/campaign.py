@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from bot.benchmarks.definition import BASE, PATCHED, Benchmark
 from bot.db.models import LabCampaign
-from bot.report.results import BenchmarkResult, RunPolicy
+from bot.report.results import BenchmarkResult, MetricResult, RunPolicy
 from bot.report.results_file import benchmark_result
 
 COUNTER_DELTA = 0.05  # reclaim counters: report changes of 5% or more
@@ -46,14 +46,31 @@ def campaign_policy(campaign: LabCampaign, measured: Sequence[StoredSample]) -> 
 
 
 def result_json(campaign: LabCampaign, judged: BenchmarkResult) -> dict[str, Any]:
-    """What the `result` column caches for the status page."""
+    """The judgement as the `result` column stores it, for every reader: the reply, the
+    status page, `lorelab review`'s exit status."""
     pairs = len({s.pair_index for s in campaign.samples if not s.warmup})
     return {
         "pairs": pairs,
         "stopped_early": pairs < campaign.k_max,
+        "parameters": [list(p) for p in judged.parameters],
         "metrics": [m.as_dict() for m in judged.metrics],
         "not_compared": list(judged.not_compared),
     }
+
+
+def stored_judgement(campaign: LabCampaign) -> BenchmarkResult | None:
+    """The judgement stored when the campaign ended; None for a campaign stored before
+    judgements were (its samples can be judged again with `judge_campaign`)."""
+    result = campaign.result or {}
+    metrics = result.get("metrics")
+    if campaign.state != "done" or metrics is None or "parameters" not in result or any(
+            "comparison" not in m for m in metrics):
+        return None
+    return BenchmarkResult(
+        name=campaign.benchmark,
+        parameters=tuple((str(k), str(v)) for k, v in result["parameters"]),
+        metrics=tuple(MetricResult.from_dict(m) for m in metrics),
+        not_compared=tuple(result.get("not_compared", ())))
 
 
 def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:

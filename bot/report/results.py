@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from bot.analysis.stored import comparison_from_data, to_data
 from bot.analysis.verdict import Comparison
 from bot.report.context import ParentMessage, SeriesInfo, TreeInfo
 
@@ -60,7 +61,16 @@ class MetricResult:
             "findings": list(c.findings),
             "notes": list(c.notes()),
             "early_stop": c.early_stop,
+            "comparison": to_data(c),  # the whole judgement, read back by `from_dict`
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MetricResult:
+        """The metric `as_dict` stored, its judgement as it was made (not made again)."""
+        return cls(name=data["metric"], unit=data["unit"],
+                   comparison=comparison_from_data(data["comparison"]),
+                   secondary=bool(data["secondary"]),
+                   direction_known=data["direction"] != "no better direction")
 
     @property
     def notable(self) -> bool:
