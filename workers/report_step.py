@@ -11,7 +11,6 @@ the series version, so a repeated step finds the stored reply instead of writing
 from __future__ import annotations
 
 import json
-import platform
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
 from bot.runs.steps import StepEnd, run_step
 from bot.runs.stops import series_stopped
 
-BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest", "bare": "bare metal", "none": "bare metal"}
+BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest"}  # a qemu host's accel, as samples record it
 
 
 def run_report_step(db: Database, settings: Settings, step_id: int,
@@ -106,7 +105,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     host = find_host(settings.lab_hosts, run.runner)
     ctx_bench = BenchmarkReplyContext(
         parent=parent, series=series, tree=tree,
-        machine=_machine(host, measured[0].accel if measured else "none"),
+        machine=_machine(host, campaigns[0], measured[0].accel if measured else "none"),
         build=_build_info(settings, base),
         policy=campaign_policy(campaigns[0], measured),
         benchmarks=results,
@@ -158,27 +157,44 @@ def _build_info(settings: Settings, build: BuildRecord) -> BuildInfo:
                      compiler=str(record.get("compiler", "")))
 
 
-def _machine(host: LabHostSettings, accel: str) -> Machine:
-    """The machine the samples came from: this worker's CPU (a guest runs on it), with the
-    guest's memory for a qemu host; an ssh host is described by its name alone."""
-    model, memory = platform.processor() or platform.machine(), ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = f"{int(line.split()[1]) // (1024 * 1024)} GiB"
-                break
-    except OSError:
-        pass
-    if host.runner == "qemu":
-        memory = f"{host.memory_mb} MiB"
-    elif host.runner == "ssh":
-        model, memory = f"lab machine {host.address}", ""
-    return Machine(cpu=model, cores=host.cpus, memory=memory, boot=BOOTS.get(accel, accel),
-                   host=host.name)
+def _machine(host: LabHostSettings, campaign: LabCampaign, accel: str) -> Machine:
+    """The machine the samples came from, as the job read it there (workers/lab/machine.py):
+    the guest for a qemu host, the lab machine for an ssh host, this host for a local one."""
+    recorded = campaign.machine or {}
+    facts: dict[str, Any] = recorded.get("A") or recorded.get("B") or {}
+    if not facts:
+        # A campaign stored before machines were recorded: say only what is known.
+        return Machine(cpu="CPU not recorded", cores=host.cpus,
+                       boot=BOOTS.get(accel, f"{host.runner} lab host"), host=host.name)
+    if accel in ("kvm", "tcg"):
+        boot = BOOTS[accel]
+    else:  # the job ran on a machine's own kernel (ssh) or on this host's (local)
+        boot = "virtual machine" if facts.get("virtualized") else "bare metal"
+    memory_kb = facts.get("memory_kb")
+    cpus = int(facts.get("cpus") or host.cpus)
+    per_core = facts.get("threads_per_core")
+    return Machine(
+        cpu=str(facts.get("cpu") or "unknown CPU"), cores=cpus // per_core if per_core else cpus,
+        threads=cpus if per_core else None, l1d=_size(facts.get("l1d")),
+        l1i=_size(facts.get("l1i")), l2=_size(facts.get("l2")), l3=_size(facts.get("l3")),
+        memory=_memory(memory_kb), numa_nodes=int(facts.get("numa_nodes") or 1), boot=boot,
+        host=host.name)
+
+
+def _size(kernel_size: object) -> str:
+    """"32K" (as /sys says) as lscpu prints it: "32 KiB"; "16384K" -> "16 MiB"."""
+    text = str(kernel_size or "")
+    if not text.endswith("K") or not text[:-1].isdigit():
+        return text
+    kib = int(text[:-1])
+    return f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
+
+
+def _memory(kb: object) -> str:
+    if not isinstance(kb, int) or kb <= 0:
+        return ""
+    mib = kb / 1024
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
 
 
 def _reproduce(version: SeriesVersion, run: Run) -> tuple[str, ...]:

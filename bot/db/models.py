@@ -424,6 +424,9 @@ class LabCampaign(Base):
     state: Mapped[str] = mapped_column(String(20), index=True)  # queued running done failed
     error: Mapped[str | None] = mapped_column(Text)
     result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # per-metric verdicts
+    # Per kernel ("A", "B"): the machine its boots ran on, as the job there read it
+    # (workers/lab/machine.py); None for campaigns stored before it was recorded.
+    machine: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     started_at: Mapped[dt.datetime | None]
     finished_at: Mapped[dt.datetime | None]

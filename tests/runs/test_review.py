@@ -4,6 +4,7 @@ campaigns that resume: the main job on the stand-in tree, the local runner and r
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -69,6 +70,14 @@ def test_review_of_a_faster_series_exits_with_its_verdict_and_prints_the_reply(t
     assert outcome["verdict"] in ("improvement", "no change")
     assert code == {"improvement": 10, "no change": 0}[outcome["verdict"]] == outcome["exit_code"]
     assert outcome["reply"].count("reclaim-sim.throughput") >= 1
+    # The machine is the one the benchmark ran on (the local runner: this host), as read there.
+    cpuinfo = Path("/proc/cpuinfo").read_text()
+    machine = next(line for line in outcome["reply"].splitlines()
+                   if line.startswith("Test machine:"))
+    kind = "virtual machine" if " hypervisor" in cpuinfo else "bare metal"
+    assert machine.startswith(f"Test machine: {kind}, "), machine
+    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+    assert model is None or model[1].strip() in machine
     # The human form shows each stage as it happens, then the reply itself.
     proc = review.cli.run("review", str(review.mbox), "--tree", str(review.tree), "--bench",
                           BENCH, check=False)

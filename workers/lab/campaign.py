@@ -19,6 +19,7 @@ from bot.db.models import LabCampaign, LabSample, utcnow
 from bot.db.session import Database
 from bot.report.campaign import judge_campaign, result_json
 from workers.lab.job import RunFailed
+from workers.lab.machine import ReportsMachine
 from workers.lab.pairs import RunOne, Sample, run_pairs
 
 # Called after each boot with (boots done, most boots the campaign can take).
@@ -60,6 +61,10 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
         warmup = pair_index < warmups
         with db.session() as session:
             session.add_all(_row(campaign_id, s, warmup) for s in samples)
+            if isinstance(run_one, ReportsMachine) and run_one.machine.get(kernel):
+                row = session.get(LabCampaign, campaign_id)
+                assert row is not None
+                row.machine = {**(row.machine or {}), kernel: run_one.machine[kernel]}
         done[0] += 1
         if progress is not None:
             progress(done[0], boots_max)

@@ -1,10 +1,11 @@
 """A lab job: the shell script every runner runs for one boot, and reading back what it wrote.
 
 The same POSIX sh script runs on this host (`local`), inside a QEMU guest (`qemu`) and on a lab
-machine over SSH (`ssh`): the runners differ only in how they boot a kernel and move files. For
-each iteration the script saves /proc/vmstat (and the benchmark memcg's memory.stat) before and
-after the command, the command's output, stderr and exit status, into a results directory;
-`collect` turns that directory into `Sample`s. Iterations within one boot are not independent
+machine over SSH (`ssh`): the runners differ only in how they boot a kernel and move files. Each
+boot it records the machine it runs on (workers/lab/machine.py); for each iteration it saves
+/proc/vmstat (and the benchmark memcg's memory.stat) before and after the command, the command's
+output, stderr and exit status, into a results directory; `collect` turns that directory into
+`Sample`s. Iterations within one boot are not independent
 observations, so a boot's value of each metric is the median over its iterations.
 """
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from bot.benchmarks.definition import Benchmark
 from bot.benchmarks.vmstat import counter_delta, parse_counters
+from workers.lab.machine import MACHINE_SCRIPT
 from workers.lab.pairs import Sample
 
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -50,6 +52,7 @@ def job_script(benchmark: Benchmark, argv: Sequence[str], results: str, iteratio
         'mkdir -p "$R"',
         'cat /proc/sys/kernel/random/boot_id > "$R/boot_id" 2>/dev/null ||'
         ' echo unknown > "$R/boot_id"',
+        MACHINE_SCRIPT.rstrip("\n"),
     ]
     run = f'{command} > "$R/output.$i" 2> "$R/stderr.$i"'
     if benchmark.memcg_max is not None:

@@ -22,10 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bot.benchmarks.definition import Benchmark
 from workers.kernel.sandbox import Limits, SandboxError, minimal_env, run_sandboxed
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
+from workers.lab.machine import MACHINE_DIR, read_machine
 from workers.lab.pairs import Sample
 
 __all__ = ["LocalRunner", "RunFailed"]
@@ -41,6 +43,8 @@ class LocalRunner:
     iterations: int = 1
     scratch: Path | None = None  # a directory for page-cache benchmarks; None: a temporary one
     host: str = field(default_factory=socket.gethostname)
+    # Per kernel ("A", "B"): the machine its last boot ran on, as the job read it.
+    machine: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, kernel: str, pair_index: int, position: int) -> tuple[Sample, ...]:
         started = datetime.now(UTC)
@@ -58,7 +62,9 @@ class LocalRunner:
             _run(script, work, scratch, readable, self.timeout, self.benchmark.name)
             boot = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
                             host=self.host, accel="none", time=started)
-            return collect(self.benchmark, work / "results", self.iterations, boot)
+            samples = collect(self.benchmark, work / "results", self.iterations, boot)
+            self.machine[kernel] = read_machine(work / "results" / MACHINE_DIR)
+            return samples
 
 
 def _run(script: Path, work: Path, scratch: Path, readable: list[Path], timeout: float,

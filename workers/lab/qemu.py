@@ -41,12 +41,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bot.benchmarks.definition import Benchmark
 from bot.config.lab_hosts import LabHostSettings
 from workers.lab.initramfs import build_initramfs
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.kernel_image import default_cache_dir, direct_boot_image
+from workers.lab.machine import MACHINE_DIR, read_machine
 from workers.lab.pairs import Sample
 
 __all__ = ["Boot", "QemuRunner", "RunFailed", "guest_argv", "kvm_works", "qemu_command",
@@ -343,6 +345,8 @@ class QemuRunner:
     # about 4 s less per boot under TCG.
     direct_boot: bool = True
     boots: list[Boot] = field(default_factory=list, compare=False, repr=False)
+    # Per kernel ("A", "B"): the machine its last boot ran on, as the job read it.
+    machine: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def _cache(self) -> Path:
@@ -394,5 +398,7 @@ class QemuRunner:
             info = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
                             host=self.host.name, accel=accel,
                             time=started)
-            return collect(self.benchmark, share / "results", self.host.iterations, info,
-                           console=boot.console)
+            samples = collect(self.benchmark, share / "results", self.host.iterations, info,
+                              console=boot.console)
+            self.machine[kernel] = read_machine(share / "results" / MACHINE_DIR)
+            return samples

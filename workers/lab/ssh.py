@@ -25,15 +25,16 @@ import tempfile
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from bot.benchmarks.definition import Benchmark
 from bot.config import data_dir
 from bot.config.lab_hosts import LabHostSettings
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
+from workers.lab.machine import MACHINE_DIR, read_machine
 from workers.lab.pairs import Sample
 
 __all__ = ["RunFailed", "SshRunner"]
@@ -108,6 +109,8 @@ class SshRunner:
     kernels: Mapping[str, Path]  # "A" and "B" -> a kernel image on this machine
     host: LabHostSettings
     known_hosts: Path | None = None  # None: ssh/known_hosts in lorelab's data directory
+    # Per kernel ("A", "B"): the machine its last boot ran on, as the job read it.
+    machine: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, kernel: str, pair_index: int, position: int) -> tuple[Sample, ...]:
         if self.host.key and not Path(self.host.key).is_file():
@@ -225,7 +228,10 @@ class SshRunner:
             release = (Path(tmp) / "release").read_text(errors="replace").strip()
             log.info("%s: ran %s on kernel %s (uname -r: %s)", self.host.name,
                      self.benchmark.name, boot.kernel, release)
-            return collect(self.benchmark, Path(tmp) / "results", self.host.iterations, boot)
+            samples = collect(self.benchmark, Path(tmp) / "results", self.host.iterations,
+                              boot)
+            self.machine[boot.kernel] = read_machine(Path(tmp) / "results" / MACHINE_DIR)
+            return samples
 
     def _ssh(self, command: str, *, what: str, stdin: bytes | BinaryIO | None = None,
              check: bool = True) -> bytes:

@@ -1,0 +1,109 @@
+"""What machine a benchmark ran on, as the machine (or guest) itself says: read by the job on
+every boot, so the reply describes where the samples came from, not where the report was written.
+
+`MACHINE_SCRIPT` is the part of every job script (workers/lab/job.py) that copies what the
+kernel reports (/proc/cpuinfo, /proc/meminfo, the NUMA nodes and CPU caches in /sys, uname -r,
+the DMI vendor) into the results directory; `read_machine` turns those files into the facts a
+campaign stores per kernel (`LabCampaign.machine`), and a runner keeps the facts of each
+kernel's last boot in its `machine` attribute.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+MACHINE_DIR = "machine"
+
+# POSIX sh and busybox both run it; every read may fail (a file /sys does not have) silently.
+MACHINE_SCRIPT = """\
+M="$R/machine"
+mkdir -p "$M"
+cat /proc/cpuinfo > "$M/cpuinfo" 2>/dev/null
+cat /proc/meminfo > "$M/meminfo" 2>/dev/null
+cat /sys/devices/system/cpu/online > "$M/online" 2>/dev/null
+uname -r > "$M/release" 2>/dev/null
+cat /sys/class/dmi/id/sys_vendor > "$M/vendor" 2>/dev/null
+for n in /sys/devices/system/node/node[0-9]*; do [ -d "$n" ] && echo "$n"; done > "$M/nodes"
+for c in /sys/devices/system/cpu/cpu0/cache/index[0-9]*; do
+  [ -d "$c" ] && echo "$(cat "$c/level" 2>/dev/null) $(cat "$c/type" 2>/dev/null)\
+ $(cat "$c/size" 2>/dev/null)"
+done > "$M/caches" 2>/dev/null
+"""
+
+
+@runtime_checkable
+class ReportsMachine(Protocol):
+    """A runner that keeps, per kernel ("A", "B"), the machine facts of its last boot."""
+
+    machine: dict[str, dict[str, Any]]
+
+
+def read_machine(directory: Path) -> dict[str, Any]:
+    """The facts in the files `MACHINE_SCRIPT` wrote; {} when the job wrote none."""
+    if not directory.is_dir():
+        return {}
+    cpuinfo = _read(directory / "cpuinfo")
+    facts: dict[str, Any] = {
+        "cpu": _first(cpuinfo, "model name") or _first(cpuinfo, "Processor") or "",
+        "cpus": _count_cpus(_read(directory / "online").strip())
+        or len(re.findall(r"^processor\s*:", cpuinfo, re.M)),
+        "threads_per_core": _threads_per_core(cpuinfo),
+        "memory_kb": _memory_kb(_read(directory / "meminfo")),
+        "numa_nodes": len([n for n in _read(directory / "nodes").split() if n]) or 1,
+        "kernel": _read(directory / "release").strip(),
+        "vendor": _read(directory / "vendor").strip(),
+        # The CPU's own flag: set under any hypervisor (KVM, TCG, Xen, Hyper-V, ...).
+        "virtualized": bool(re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M)),
+    }
+    facts.update(_caches(_read(directory / "caches")))
+    return facts
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _first(cpuinfo: str, key: str) -> str:
+    match = re.search(rf"^{re.escape(key)}\s*:\s*(.+)$", cpuinfo, re.M)
+    return match[1].strip() if match else ""
+
+
+def _count_cpus(online: str) -> int:
+    """CPUs in a kernel CPU list such as "0-3,8-11"."""
+    total = 0
+    for part in filter(None, online.split(",")):
+        first, _, last = part.partition("-")
+        try:
+            total += int(last or first) - int(first) + 1
+        except ValueError:
+            return 0
+    return total
+
+
+def _threads_per_core(cpuinfo: str) -> int | None:
+    siblings, cores = _first(cpuinfo, "siblings"), _first(cpuinfo, "cpu cores")
+    if siblings.isdigit() and cores.isdigit() and int(cores):
+        return int(siblings) // int(cores)
+    return None
+
+
+def _memory_kb(meminfo: str) -> int | None:
+    match = re.search(r"^MemTotal:\s*(\d+)\s*kB", meminfo, re.M)
+    return int(match[1]) if match else None
+
+
+def _caches(text: str) -> dict[str, str]:
+    """{"l1d": "32K", "l1i": "32K", "l2": "512K", "l3": "16384K"} from "level type size" lines."""
+    names = {("1", "Data"): "l1d", ("1", "Instruction"): "l1i", ("2", "Unified"): "l2",
+             ("3", "Unified"): "l3"}
+    found = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and (parts[0], parts[1]) in names:
+            found[names[(parts[0], parts[1])]] = parts[2]
+    return found
