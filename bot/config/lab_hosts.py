@@ -89,3 +89,9 @@ def find_host(hosts: list[LabHostSettings], name: str | None) -> LabHostSettings
         if host.name == name:
             return host
     raise ValueError(f"no lab host {name!r}; configured: {', '.join(h.name for h in known)}")
+
+
+def queue_names(hosts: list[LabHostSettings]) -> list[str]:
+    """Every Celery queue a deployment serves: `git` (apply, report), `build`, and each lab
+    host's own."""
+    return ["git", "build", *(h.queue_name for h in configured_hosts(hosts))]

@@ -16,15 +16,15 @@ import email.policy
 import email.quoprimime
 import email.utils
 import hashlib
-import os
 import re
-import subprocess
 import tempfile
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from bot.git import git_output
 
 Person = tuple[str, str]  # (display name, email address)
 Threading = Literal["shallow", "deep", "none"]
@@ -641,31 +641,12 @@ def series_message_ids(spec: SeriesSpec) -> list[str]:
     return [f"<{stem}-{i}@{domain}>" for i in range(first, spec.patches + 1)]
 
 
-def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    # Ignore the user's and the system's git config, and any GIT_DIR a hook may have set, so
-    # that the same spec gives the same bytes everywhere.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    env.update(extra or {})
-    return env
-
-
 def _identity(person: Person, date: str) -> dict[str, str]:
     name, mail = person
     return {
         "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": mail, "GIT_AUTHOR_DATE": date,
         "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": mail, "GIT_COMMITTER_DATE": date,
     }
-
-
-def _git(tree: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None
-         ) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(tree), *args], input=input, capture_output=True, env=_git_env(env),
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.decode(errors='replace')}")
-    return result.stdout.decode()
 
 
 def make_tree(path: Path) -> Path:
@@ -685,13 +666,13 @@ def commit_tree(path: Path, files: dict[str, str], message: str) -> Path:
     """`git init` at `path` and commit `files` (name -> text) on master as the tree keeper."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    _git(path, "init", "-q", "-b", "master")
+    git_output(path, "init", "-q", "-b", "master")
     for name, text in files.items():
         target = path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    _git(path, "add", "--", *files)
-    _git(path, "commit", "-q", "--no-verify", "-m", message,
+    git_output(path, "add", "--", *files)
+    git_output(path, "commit", "-q", "--no-verify", "-m", message,
          env=_identity(_TREE_AUTHOR, _TREE_DATE))
     return path
 
@@ -704,26 +685,27 @@ def _commit_series(tree: Path, spec: SeriesSpec, branch: str) -> None:
     """Commit the series on `branch` off master with plumbing: HEAD and the work tree stay put."""
     changes = series_changes(spec)
     files: dict[str, str] = {}
-    parent = _git(tree, "rev-parse", "master^{commit}").strip()
+    parent = git_output(tree, "rev-parse", "master^{commit}").strip()
     first = 1 if spec.cover else 0
     with tempfile.TemporaryDirectory(prefix="lorelab-index-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        _git(tree, "read-tree", parent, env=index)
+        git_output(tree, "read-tree", parent, env=index)
         for number, change in enumerate(changes, start=1):
             if change.path not in files:
-                files[change.path] = _git(tree, "show", f"{parent}:{change.path}")
+                files[change.path] = git_output(tree, "show", f"{parent}:{change.path}")
             files[change.path] = change.apply(files[change.path])
-            blob = _git(tree, "hash-object", "-w", "--stdin",
-                        input=files[change.path].encode()).strip()
-            _git(tree, "update-index", "--cacheinfo", f"100644,{blob},{change.path}", env=index)
-            tree_id = _git(tree, "write-tree", env=index).strip()
+            blob = git_output(tree, "hash-object", "-w", "--stdin",
+                              input=files[change.path].encode()).strip()
+            git_output(tree, "update-index", "--cacheinfo", f"100644,{blob},{change.path}",
+                       env=index)
+            tree_id = git_output(tree, "write-tree", env=index).strip()
             name, mail = spec.author
             message = f"{change.subject}\n\n{change.body}\n\nSigned-off-by: {name} <{mail}>\n"
             when = spec.date + dt.timedelta(minutes=first + number - 1)
-            parent = _git(tree, "commit-tree", tree_id, "-p", parent,
+            parent = git_output(tree, "commit-tree", tree_id, "-p", parent,
                           env=_identity(spec.author, _git_date(when)),
                           input=message.encode()).strip()
-    _git(tree, "update-ref", f"refs/heads/{branch}", parent)
+    git_output(tree, "update-ref", f"refs/heads/{branch}", parent)
 
 
 def _branch_name(spec: SeriesSpec) -> str:
@@ -815,9 +797,9 @@ def make_series(tree: Path, spec: SeriesSpec) -> list[bytes]:
     args += [f"--to={_encode_address(a)}" for a in spec.to]
     args += [f"--cc={_encode_address(a)}" for a in spec.cc]
     identity = _identity(spec.author, _git_date(spec.date))
-    git_version = _git(tree, "--version").split()[-1]
+    git_version = git_output(tree, "--version").split()[-1]
     with tempfile.TemporaryDirectory(prefix="lorelab-format-patch-") as out:
-        _git(tree, *args, "-o", out, f"master..{branch}", env=identity)
+        git_output(tree, *args, "-o", out, f"master..{branch}", env=identity)
         files = sorted(Path(out).iterdir())
         texts = [f.read_text(encoding="utf-8") for f in files]
     if len(texts) != spec.message_count:

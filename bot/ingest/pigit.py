@@ -22,6 +22,7 @@ from typing import IO
 
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
+from bot.git import GitError, run_git
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.live import LiveSummary, Removal, Step, store_steps
 from bot.ingest.sources import RawMail
@@ -31,8 +32,12 @@ log = logging.getLogger(__name__)
 _MSGID = re.compile(rb"^message-id:[ \t]*<?([^>\s]+)>?", re.IGNORECASE | re.MULTILINE)
 
 
-class GitArchiveError(RuntimeError):
+class GitArchiveError(GitError):
     """The archive cannot be read or fetched; the text says which epoch and why."""
+
+
+# An epoch is a bare repository; its failures are the archive's.
+_EPOCH = {"bare": True, "error": GitArchiveError}
 
 
 @dataclass(frozen=True)
@@ -42,13 +47,6 @@ class Change:
     commit: str
     blob: str
     removed: bool
-
-
-def _git(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True)
-    if check and proc.returncode != 0:
-        raise GitArchiveError(f"{git_dir}: git {' '.join(args)}: {proc.stderr.decode().strip()}")
-    return proc
 
 
 def parse_log(out: bytes) -> list[Change]:
@@ -168,7 +166,7 @@ class PiGitSource:
             path = git / f"{number}.git"
             url = f"{self.location}/{number}"
             if path.exists():
-                _git(path, "fetch", "--quiet", "--prune", "--force", "origin")
+                run_git(path, "fetch", "--quiet", "--prune", "--force", "origin", **_EPOCH)
             else:
                 proc = subprocess.run(
                     ["git", "clone", "--quiet", "--mirror", url, str(path)], capture_output=True
@@ -185,18 +183,20 @@ class PiGitSource:
     def changes(self, git_dir: Path, since: str | None) -> tuple[list[Change], bool]:
         """Commits after `since` on the epoch's head, oldest first; and whether `since` was lost
         from history (rewritten), in which case every commit is returned."""
-        head = _git(git_dir, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+        head = run_git(git_dir, "rev-parse", "--verify", "--quiet", "HEAD", check=False,
+                       **_EPOCH)
         if head.returncode != 0:
             return [], False  # an empty epoch
         rewritten = False
         if since:
-            ancestor = _git(git_dir, "merge-base", "--is-ancestor", since, "HEAD", check=False)
+            ancestor = run_git(git_dir, "merge-base", "--is-ancestor", since, "HEAD",
+                               check=False, **_EPOCH)
             if ancestor.returncode != 0:
                 rewritten = True
                 since = None
         rev = f"{since}..HEAD" if since else "HEAD"
-        out = _git(git_dir, "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
-                   "--format=%x00%H", rev).stdout
+        out = run_git(git_dir, "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
+                      "--format=%x00%H", rev, **_EPOCH).stdout
         return parse_log(out), rewritten
 
     def steps(self, position: dict[str, str]) -> Iterator[Step]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.config.sections import TreeSettings
+from bot.git import run_git
 
 
 def tree_at(path: str) -> TreeSettings:
@@ -104,20 +105,6 @@ def choose_base(tree: TreeSettings, request: BaseRequest, lookup: TreeLookup) ->
     raise BaseNotFound(f"no base on tree {tree.name}: " + "; ".join(tried))
 
 
-def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                          env=git_env())
-
-
-def git_env() -> dict[str, str]:
-    """git without the user's or the system's configuration, and never asking for a password."""
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
-    return env
-
-
 _UNDESCRIBED = re.compile(r"Could not describe commit (\S+)$")
 
 
@@ -129,8 +116,9 @@ class GitTreeLookup:
         self.mbox = mbox
 
     def resolve(self, rev: str) -> str | None:
-        result = _git(self.path, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        return result.stdout.strip() if result.returncode == 0 else None
+        result = run_git(self.path, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}",
+                         check=False)
+        return result.stdout.decode().strip() if result.returncode == 0 else None
 
     def guess_base(self, branches: list[str]) -> str | None:
         if not self.mbox:

@@ -17,7 +17,7 @@ from celery import Celery, chain
 from kombu import Queue
 
 from bot.config import Settings
-from bot.config.lab_hosts import configured_hosts, find_host
+from bot.config.lab_hosts import find_host, queue_names
 from bot.db.models import Run
 from bot.db.session import Database
 from bot.runs.lifecycle import pending_steps
@@ -30,11 +30,6 @@ STEP_TASKS = {"apply": "lorelab.apply", "build-base": "lorelab.build",
               "build-patched": "lorelab.build", "bench": "lorelab.bench",
               "report": "lorelab.report"}
 _configured: Settings | None = None
-
-
-def queues(settings: Settings) -> list[str]:
-    """Every queue a deployment serves: git, build, and each lab host's."""
-    return ["git", "build", *(h.queue_name for h in configured_hosts(settings.lab_hosts))]
 
 
 def configure(settings: Settings) -> Celery:
@@ -69,7 +64,7 @@ def configure(settings: Settings) -> Celery:
         # lorelab.bench goes to its lab host's queue, chosen per run (dispatch).
         task_routes={"lorelab.apply": {"queue": "git"}, "lorelab.build": {"queue": "build"},
                      "lorelab.report": {"queue": "git"}},
-        task_queues=[Queue(name) for name in queues(settings)],
+        task_queues=[Queue(name) for name in queue_names(settings.lab_hosts)],
         task_create_missing_queues=True,
         result_expires=7 * 24 * 3600,
         broker_connection_retry_on_startup=True,

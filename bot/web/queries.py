@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
-from bot.config.lab_hosts import configured_hosts
+from bot.config.lab_hosts import configured_hosts, queue_names
 from bot.db.models import (
     LabCampaign,
     LabSample,
@@ -607,7 +607,7 @@ def lab_hosts(session: Session, settings: Settings, *, base_url: str = "") -> Ho
     """Every lab host with its queue and the campaigns running or waiting on it, every queue's
     length (from Redis when the broker is Redis), and the most recent campaigns."""
     hosts = configured_hosts(settings.lab_hosts)
-    names = ["git", "build", *(h.queue_name for h in hosts)]
+    names = queue_names(settings.lab_hosts)
     lengths = queue_lengths(settings.celery.broker_url, names)
     queues = {name: QueueView(name, *lengths[name]) for name in names}
     active: dict[str, list[LabCampaign]] = {}

@@ -31,8 +31,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from bot.config import Settings, load_settings
+from bot.config.lab_hosts import queue_names
 from bot.config.report import PASSWORD_ENV
-from bot.runs.taskqueue import queues
 from tests.cli import Lorelab
 from tests.support.paths import REPO
 
@@ -274,7 +274,7 @@ def test_each_lab_host_has_one_worker_that_runs_one_benchmark_at_a_time() -> Non
     served = [q for w in workers.values() for q in w["queues"] if q.startswith("lab.")]
     assert sorted(served) == sorted(lab_queues), "each lab host served exactly once"
     for name, worker in workers.items():
-        assert worker["queues"] <= set(queues(settings_of(name))), name
+        assert worker["queues"] <= set(queue_names(settings_of(name).lab_hosts)), name
         if worker["queues"] & lab_queues:
             assert worker["concurrency"] == 1, name
             assert worker["queues"] <= lab_queues, f"{name}: a lab worker must not also build"

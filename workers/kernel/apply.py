@@ -16,15 +16,17 @@ import contextlib
 import fcntl
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bot.runs.base import git_env
+from bot.git import run_git
 from bot.runs.records import Conflict
 
 MAX_HUNK_CHARS = 4000  # of conflict text kept per file
+
+
+COMMITTER = {"GIT_COMMITTER_NAME": "lorelab", "GIT_COMMITTER_EMAIL": "lorelab@localhost"}
 
 
 class UnsafePatch(ValueError):
@@ -76,17 +78,6 @@ def check_patch_paths(mbox: bytes) -> None:
             raise UnsafePatch(f"patch names a path under .git: {path}")
 
 
-def _git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True
-         ) -> subprocess.CompletedProcess[bytes]:
-    env = git_env()
-    env.update(GIT_COMMITTER_NAME="lorelab", GIT_COMMITTER_EMAIL="lorelab@localhost")
-    result = subprocess.run(["git", "-C", str(cwd), *args], input=input, capture_output=True,
-                            env=env)
-    if check and result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.decode(errors='replace')}")
-    return result
-
-
 @contextlib.contextmanager
 def tree_lock(lock_dir: Path, tree_name: str) -> Iterator[None]:
     """Runs on one tree take turns (worktree bookkeeping is per repository)."""
@@ -97,7 +88,7 @@ def tree_lock(lock_dir: Path, tree_name: str) -> Iterator[None]:
 
 
 def remove_worktree(repo: Path, path: Path) -> None:
-    _git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
+    run_git(repo, "worktree", "remove", "--force", "--force", str(path), check=False)
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -106,15 +97,15 @@ def prune_stale_worktrees(repo: Path, worktrees: Path) -> list[Path]:
     stale = sorted(p for p in worktrees.iterdir()) if worktrees.exists() else []
     for path in stale:
         remove_worktree(repo, path)
-    _git(repo, "worktree", "prune", check=False)
+    run_git(repo, "worktree", "prune", check=False)
     return stale
 
 
 def _conflicts(worktree: Path) -> tuple[Conflict, ...]:
-    names = _git(worktree, "diff", "--name-only", "--diff-filter=U", check=False)
+    names = run_git(worktree, "diff", "--name-only", "--diff-filter=U", check=False)
     found = []
     for name in names.stdout.decode(errors="replace").split():
-        diff = _git(worktree, "diff", "--", name, check=False).stdout.decode(errors="replace")
+        diff = run_git(worktree, "diff", "--", name, check=False).stdout.decode(errors="replace")
         hunks = diff[diff.find("@@"):] if "@@" in diff else diff
         found.append(Conflict(name, hunks[:MAX_HUNK_CHARS]))
     return tuple(found)
@@ -135,24 +126,25 @@ def apply_mbox(
         prune_stale_worktrees(repo, worktrees)
         worktrees.mkdir(parents=True, exist_ok=True)
         path = worktrees / name
-        _git(repo, "worktree", "add", "--detach", "--quiet", str(path), base)
+        run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), base)
         try:
-            am = _git(path, "am", "-3", "--keep-cr", "--quiet", input=mbox, check=False)
+            am = run_git(path, "am", "-3", "--keep-cr", "--quiet", input=mbox, check=False,
+                         env=COMMITTER)
             output = (am.stdout + am.stderr).decode(errors="replace")
             if am.returncode == 0:
-                patched = _git(path, "rev-parse", "HEAD").stdout.decode().strip()
-                _git(repo, "update-ref", f"refs/lorelab/{name}", patched)
-                applied = int(_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
+                patched = run_git(path, "rev-parse", "HEAD").stdout.decode().strip()
+                run_git(repo, "update-ref", f"refs/lorelab/{name}", patched)
+                applied = int(run_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
                 return ApplyResult(True, base, patched, applied, output=output)
-            applied = int(_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
+            applied = int(run_git(path, "rev-list", "--count", f"{base}..HEAD").stdout)
             failed = _FAILED_AT.search(output)
             conflicts = _conflicts(path)
             if not conflicts:  # not even a 3-way merge was possible: name the files
                 files = sorted({m[1] or m[2] for m in _NOT_APPLYING.finditer(output)})
                 conflicts = tuple(Conflict(f, "") for f in files)
-            _git(path, "am", "--abort", check=False)
+            run_git(path, "am", "--abort", check=False)
             return ApplyResult(False, base, None, applied,
                                failed[1].strip() if failed else None, conflicts, output)
         finally:
             remove_worktree(repo, path)
-            _git(repo, "worktree", "prune", check=False)
+            run_git(repo, "worktree", "prune", check=False)

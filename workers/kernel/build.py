@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bot.config.build import BuildSettings
+from bot.git import git_output
 from bot.report.build_log import first_errors
-from bot.runs.base import git_env
 from workers.kernel.sandbox import Limits, minimal_env, run_sandboxed
 
 ARTIFACTS = {"bzImage": "arch/x86/boot/bzImage", "vmlinux": "vmlinux"}
@@ -113,16 +113,8 @@ def compiler_version(cc: str = "gcc") -> str:
     return result.stdout.splitlines()[0] if result.returncode == 0 else f"{cc} (unknown)"
 
 
-def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    result = subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True,
-                            env=git_env())
-    if check and result.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {result.stderr}")
-    return result.stdout
-
-
 def cache_key(repo: Path, commit: str, settings: BuildSettings) -> str:
-    tree_hash = _git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
+    tree_hash = git_output(repo, "rev-parse", f"{commit}^{{tree}}").strip()
     parts = [tree_hash, config_fingerprint(settings), compiler_version()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
@@ -145,12 +137,12 @@ def _checkout(repo: Path, src: Path, commit: str) -> None:
     """The source worktree at `commit`; only files that differ are rewritten (incremental)."""
     if not (src / ".git").exists():
         shutil.rmtree(src, ignore_errors=True)
-        _git(repo, "worktree", "prune", check=False)
+        git_output(repo, "worktree", "prune", check=False)
         src.parent.mkdir(parents=True, exist_ok=True)
-        _git(repo, "worktree", "add", "--detach", "--quiet", str(src), commit)
+        git_output(repo, "worktree", "add", "--detach", "--quiet", str(src), commit)
         return
-    _git(src, "checkout", "--quiet", "--detach", "--force", commit)
-    _git(src, "clean", "-fdxq")
+    git_output(src, "checkout", "--quiet", "--detach", "--force", commit)
+    git_output(src, "clean", "-fdxq")
 
 
 def build_commit(
