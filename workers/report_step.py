@@ -21,11 +21,10 @@ from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, find_host
 from bot.db.models import LabCampaign, Run, RunStep, SeriesVersion
 from bot.db.session import Database
-from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.campaign import campaign_policy, judge_campaign, stored_judgement
-from bot.report.compose import ComposedReply
-from bot.report.context import TreeInfo
-from bot.report.failure_reply import (
+from bot.report.compose.benchmark_reply import compose_benchmark_reply
+from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
+from bot.report.compose.context import TreeInfo
+from bot.report.compose.failure_reply import (
     BUILD_FAILURE,
     DOES_NOT_APPLY,
     ApplyFailureContext,
@@ -33,9 +32,10 @@ from bot.report.failure_reply import (
     compose_apply_failure,
     compose_build_failure,
 )
-from bot.report.from_db import answered_message, parent_message, reply_options, series_info
-from bot.report.outbox import enqueue
-from bot.report.results import BenchmarkReplyContext, BuildInfo, Machine
+from bot.report.compose.from_db import answered_message, parent_message, reply_options, series_info
+from bot.report.compose.message import ComposedReply
+from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, Machine
+from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
 from bot.runs.outcome import outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord

@@ -1,8 +1,9 @@
 """`lorelab analyze RESULTS`: the verdict on every metric of a benchmark run.
 
-RESULTS is a recorded-results file (`lorelab-results/1`, see bot/report/results_file.py) or the
-id of a lab campaign (`lorelab bench` prints it; `lorelab runs show` lists a review run's): the
-raw per-boot samples either way. The comparisons are recomputed from the samples every time.
+RESULTS is a recorded-results file (`lorelab-results/1`, see bot/report/compose/results_file.py)
+or the id of a lab campaign (`lorelab bench` prints it; `lorelab runs show` lists a review
+run's): the raw per-boot samples either way. The comparisons are recomputed from the samples
+every time (a review run's reply shows the judgement its campaign stored when it ended).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def register(app: typer.Typer) -> None:
 
 def load_results_file(path: Path) -> tuple[Any, Any]:
     """The reply context and date a recorded-results file holds, or a UserError saying why not."""
-    from bot.report.results_file import ResultsFileError, load_results
+    from bot.report.compose.results_file import ResultsFileError, load_results
 
     if not path.is_file():
         raise UserError(
@@ -47,7 +48,7 @@ def campaign_results(campaign_id: int) -> tuple[str, Any]:
     from bot.benchmarks.registry import benchmark
     from bot.cli.database import open_database
     from bot.db.models import LabCampaign
-    from bot.report.campaign import judge_campaign
+    from bot.report.compose.campaign import judge_campaign
 
     with open_database().session() as session:
         campaign = session.get(LabCampaign, campaign_id)

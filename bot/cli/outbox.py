@@ -4,11 +4,13 @@
     lorelab outbox show ID [--json]          ID: the number `list` shows, or the Message-ID
     lorelab outbox approve ID                 pending-approval -> queued
     lorelab outbox reject ID [--reason TEXT]
-    lorelab outbox retry ID                   in-doubt or failed -> queued (see bot.report.outbox)
+    lorelab outbox retry ID                   in-doubt or failed -> queued
+                                              (see bot.report.deliver.outbox)
     lorelab outbox send [--json]              send what is due now, after crash recovery
     lorelab reply preview FILE                render a recorded-results file (lorelab-results/1)
 
-`--json` prints `bot.report.outbox.row_dict` per reply (with "message", the full text, for show).
+`--json` prints `bot.report.deliver.outbox.row_dict` per reply (with "message", the full text,
+for show).
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from bot.cli.database import open_database
 from bot.config import data_dir
 from bot.config.report import ReportSettings, ReportSettingsError
 from bot.db.models import OutboxReply, utcnow
-from bot.report import outbox
-from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.context import ReplyOptions
-from bot.report.delivery import deliver_due, make_transport
+from bot.report.compose.benchmark_reply import compose_benchmark_reply
+from bot.report.compose.context import ReplyOptions
+from bot.report.deliver import outbox
+from bot.report.deliver.delivery import deliver_due, make_transport
 
 outbox_app = typer.Typer(help="Replies the bot wrote: moderation and delivery.")
 reply_app = typer.Typer(help="Reply composition.")

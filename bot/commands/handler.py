@@ -13,7 +13,7 @@ transaction per mail:
 4. the action: `test` makes a review run, `retest` repeats the version's latest review run (or
    makes one), `stop` cancels the version's unfinished runs; runs are created, not dispatched:
    the caller sends `CommandOutcome.run_ids` to the workers after the commit;
-5. the answer, composed with bot.report.command_reply and stored in the outbox.
+5. the answer, composed with bot.report.compose.command_reply and stored in the outbox.
 
 Mail from the bot itself, mail marked Auto-Submitted (RFC 3834), patches and cover letters, and
 mail dated more than `max_age_hours` ago (a backfill) are not read for commands.
@@ -50,10 +50,10 @@ from bot.config.sections import CommandSettings
 from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.mail import parse_message
-from bot.report.command_reply import CommandAnswer, compose_command_reply
-from bot.report.context import ParentMessage
-from bot.report.from_db import parent_message, reply_options
-from bot.report.outbox import enqueue
+from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
+from bot.report.compose.context import ParentMessage
+from bot.report.compose.from_db import parent_message, reply_options
+from bot.report.deliver.outbox import enqueue
 from bot.runs.lifecycle import cancel_run, create_run, find_tree, retest_run
 from bot.runs.planner import planned_tree
 from bot.runs.states import FINISHED

@@ -307,7 +307,7 @@ class QuarantinedMail(Base):
 
 
 class OutboxReply(Base):
-    """A reply the bot wrote, from composition to delivery (bot.report.outbox).
+    """A reply the bot wrote, from composition to delivery (bot.report.deliver.outbox).
 
     The row, with its Message-ID and the exact bytes, is committed before any delivery is tried:
     a retry sends these bytes again or nothing, never a second, different reply.

@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import LabCampaign, Run
-from bot.report.benchmark_reply import KIND as BENCHMARK_REPLY
-from bot.report.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
+from bot.report.compose.benchmark_reply import KIND as BENCHMARK_REPLY
+from bot.report.compose.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
 from bot.runs.records import ApplyRecord, BuildRecord
 from bot.runs.states import STOPPED, StepState
 

@@ -4,7 +4,7 @@
    older versions' unfinished runs;
 2. act on `#lorelab` commands in mail stored since the last round (bot.commands.handler);
 3. send the new runs to the workers (Celery; eager in the embedded default);
-4. deliver the replies that are due (bot.report.delivery).
+4. deliver the replies that are due (bot.report.deliver.delivery).
 Each part is idempotent: a round repeated after a crash plans, answers and sends nothing twice.
 """
 
@@ -53,7 +53,7 @@ def dispatch_runs(db: Database, settings: Settings, run_ids: list[int]) -> list[
 def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
     """Plan, handle commands in mail stored after `since`, dispatch, deliver."""
     from bot.commands.handler import handle_command_mails
-    from bot.report.delivery import deliver_due, make_transport
+    from bot.report.deliver.delivery import deliver_due, make_transport
     from bot.runs.planner import plan_new_versions
 
     result = Round()

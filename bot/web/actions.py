@@ -1,7 +1,7 @@
 """What an admin may do from the status site: approve a reply, retest or cancel a run.
 
 Each action checks the admin token first (`check_token`), then changes rows in the caller's
-session through the same functions the CLI uses (bot.report.outbox, bot.runs.lifecycle); the
+session through the same functions the CLI uses (bot.report.deliver.outbox, bot.runs.lifecycle); the
 caller commits. A retest's steps are sent to Celery only after that commit (`dispatch`), so a
 worker never looks for a run that is not there yet.
 """
@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.models import OutboxReply, Run
 from bot.db.session import Database
-from bot.report import outbox
+from bot.report.deliver import outbox
 from bot.runs.lifecycle import cancel_run, retest_run
 
 

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from bot import __version__
 from bot.config import Settings
 from bot.db.session import Database, ensure_schema, open_database
-from bot.report.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
+from bot.report.compose.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
 from bot.series.views import LORE
 from bot.web import actions, queries
 from bot.web.plots import Point, distribution_svg, run_order_svg

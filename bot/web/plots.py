@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from bot.report.tables import fmt_value
+from bot.report.compose.tables import fmt_value
 
 WIDTH = 640
 COLORS = {"A": "#1f5fa8", "B": "#c2540a"}  # blue and orange: apart for every colour vision

@@ -8,7 +8,7 @@ import random
 from bot.benchmarks.registry import benchmark
 from bot.db.models import LabCampaign, LabSample
 from bot.db.session import Database
-from bot.report.campaign import judge_campaign, result_json, stored_judgement
+from bot.report.compose.campaign import judge_campaign, result_json, stored_judgement
 
 BENCH = benchmark("reclaim-sim")
 METRIC = BENCH.main_metrics[0].name

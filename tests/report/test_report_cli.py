@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from bot.cli import outbox as outbox_cli
 from bot.config.report import ReportSettings
 from bot.db.session import Database, ensure_schema
-from bot.report import outbox
-from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.compose import ComposedReply
-from bot.report.context import BotIdentity, Person, ReplyOptions
-from bot.report.results_file import load_results
+from bot.report.compose.benchmark_reply import compose_benchmark_reply
+from bot.report.compose.context import BotIdentity, Person, ReplyOptions
+from bot.report.compose.message import ComposedReply
+from bot.report.compose.results_file import load_results
+from bot.report.deliver import outbox
 from tests.support.paths import FIXTURES
 
 RESULTS = FIXTURES / "results" / "vmscan-bailout-take2.json"

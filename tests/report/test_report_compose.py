@@ -29,17 +29,11 @@ from typer.testing import CliRunner
 from bot.analysis.claims import analyse_message
 from bot.analysis.verdict import compare
 from bot.demo import SEED_DIR as SEEDS
-from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.build_log import first_errors
-from bot.report.claim_view import claim_from_judged, claim_support
-from bot.report.command_reply import CommandAnswer, compose_command_reply
-from bot.report.compose import (
-    ComposedReply,
-    reply_message_id,
-    reply_recipients,
-    reply_subject,
-)
-from bot.report.context import (
+from bot.report.compose.benchmark_reply import compose_benchmark_reply
+from bot.report.compose.build_log import first_errors
+from bot.report.compose.claim_view import claim_from_judged, claim_support
+from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
+from bot.report.compose.context import (
     BotIdentity,
     ParentMessage,
     Person,
@@ -47,16 +41,22 @@ from bot.report.context import (
     SeriesInfo,
     TreeInfo,
 )
-from bot.report.failure_reply import (
+from bot.report.compose.failure_reply import (
     ApplyFailureContext,
     BuildFailureContext,
     compose_apply_failure,
     compose_build_failure,
 )
-from bot.report.policy import OptOutList
-from bot.report.results import BenchmarkResult, BuildInfo, ClaimQuote, MetricResult
-from bot.report.results_file import ResultsFileError, load_results
-from bot.report.text import PROSE_WIDTH, TABLE_WIDTH, Fields, Prose, Quote, render_body
+from bot.report.compose.message import (
+    ComposedReply,
+    reply_message_id,
+    reply_recipients,
+    reply_subject,
+)
+from bot.report.compose.results import BenchmarkResult, BuildInfo, ClaimQuote, MetricResult
+from bot.report.compose.results_file import ResultsFileError, load_results
+from bot.report.compose.text import PROSE_WIDTH, TABLE_WIDTH, Fields, Prose, Quote, render_body
+from bot.report.deliver.policy import OptOutList
 from tests.support.paths import TESTS
 
 HERE = TESTS
@@ -497,9 +497,9 @@ def test_a_percentage_claim_is_read_in_the_measured_metrics_unit() -> None:
 
 
 def test_a_long_tail_of_outliers_still_fits_the_verdict_line():
-    from bot.report.results import BenchmarkResult, MetricResult
-    from bot.report.tables import verdict_lines
-    from bot.report.text import TABLE_WIDTH
+    from bot.report.compose.results import BenchmarkResult, MetricResult
+    from bot.report.compose.tables import verdict_lines
+    from bot.report.compose.text import TABLE_WIDTH
 
     base = [25_000_000.0 + 10_000 * i for i in range(30)]
     # Eight runs of the patched kernel far below the rest: a long list of low outliers.

@@ -32,14 +32,14 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from bot.config.report import ReportSettings
 from bot.db.models import Message, OutboxReply
 from bot.db.session import Database
-from bot.report import outbox
-from bot.report.benchmark_reply import compose_benchmark_reply
-from bot.report.compose import ComposedReply
-from bot.report.context import BotIdentity, Person, ReplyOptions
-from bot.report.delivery import deliver_due, make_transport
-from bot.report.maildir import MaildirTransport
-from bot.report.results_file import load_results
-from bot.report.smtp import SmtpTransport
+from bot.report.compose.benchmark_reply import compose_benchmark_reply
+from bot.report.compose.context import BotIdentity, Person, ReplyOptions
+from bot.report.compose.message import ComposedReply
+from bot.report.compose.results_file import load_results
+from bot.report.deliver import outbox
+from bot.report.deliver.delivery import deliver_due, make_transport
+from bot.report.deliver.maildir import MaildirTransport
+from bot.report.deliver.smtp import SmtpTransport
 from tests.support.paths import FIXTURES, REPO
 from tests.support.smtp import Recorder, free_port
 
@@ -145,9 +145,9 @@ def test_reply_arrives_threaded_with_its_envelope_and_is_sent_once(
 SENDER = """
 import json, sys
 from bot.db.session import Database
-from bot.report.delivery import deliver_due
+from bot.report.deliver.delivery import deliver_due
 from bot.config.report import ReportSettings
-from bot.report.smtp import SmtpTransport
+from bot.report.deliver.smtp import SmtpTransport
 
 args = json.loads(sys.argv[1])
 settings = ReportSettings(**args["settings"])
@@ -561,7 +561,7 @@ def test_a_new_version_supersedes_the_replies_still_waiting_for_the_old_one(
 def test_does_not_apply_replies_go_out_only_where_the_deployment_enables_them(
     db: Database, tmp_path: Path
 ) -> None:
-    from bot.report.failure_reply import ApplyFailureContext, compose_apply_failure
+    from bot.report.compose.failure_reply import ApplyFailureContext, compose_apply_failure
 
     ctx, date = load_results(json.loads(RESULTS.read_text()))
     identity = BotIdentity(Person("lorelab", "lorelab@lorelab.example.org"), "lorelab.example.org")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.report.benchmark_reply import KIND as BENCHMARK
-from bot.report.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
+from bot.report.compose.benchmark_reply import KIND as BENCHMARK
+from bot.report.compose.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
 from bot.runs.outcome import EXIT_CODES, Outcome, decide
 from bot.runs.states import RunState
 

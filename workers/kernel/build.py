@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bot.config.build import BuildSettings
 from bot.git import git_output
-from bot.report.build_log import first_errors
+from bot.report.compose.build_log import first_errors
 from workers.kernel.sandbox import Limits, minimal_env, run_sandboxed
 
 ARTIFACTS = {"bzImage": "arch/x86/boot/bzImage", "vmlinux": "vmlinux"}

@@ -3,8 +3,8 @@
 `run_campaign` drives `run_pairs` over a runner and stores every boot's samples as soon as the
 boot ends, so a worker killed mid-campaign loses at most the boot it was in: on the next attempt
 the schedule (drawn from the recorded seed) is replayed and boots already stored are read back
-instead of run again. When it ends it is judged (bot.report.campaign) and the judgement stored
-in its `result` column.
+instead of run again. When it ends it is judged (bot.report.compose.campaign) and the judgement
+stored in its `result` column.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign, LabSample, utcnow
 from bot.db.session import Database
-from bot.report.campaign import judge_campaign, result_json
+from bot.report.compose.campaign import judge_campaign, result_json
 from workers.lab.job import RunFailed
 from workers.lab.machine import ReportsMachine
 from workers.lab.pairs import RunOne, Sample, run_pairs

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import OutboxReply, utcnow
 from bot.db.session import Database
-from bot.report.outbox import COMMITTING, IN_DOUBT, QUEUED, SENDING, SENT, seen_on_list
-from bot.report.transport import Transport
+from bot.report.deliver.outbox import COMMITTING, IN_DOUBT, QUEUED, SENDING, SENT, seen_on_list
+from bot.report.deliver.transport import Transport
 
 
 def recover_interrupted(

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.report.build_log import first_errors
-from bot.report.compose import ComposedReply, compose_reply
-from bot.report.context import ParentMessage, ReplyOptions, SeriesInfo, TreeInfo
-from bot.report.results import BuildInfo
-from bot.report.text import Block, Fields, Preformatted, Prose, glue, indent
+from bot.report.compose.build_log import first_errors
+from bot.report.compose.context import ParentMessage, ReplyOptions, SeriesInfo, TreeInfo
+from bot.report.compose.message import ComposedReply, compose_reply
+from bot.report.compose.results import BuildInfo
+from bot.report.compose.text import Block, Fields, Preformatted, Prose, glue, indent
 
 BUILD_FAILURE = "build-failure"
 DOES_NOT_APPLY = "does-not-apply"

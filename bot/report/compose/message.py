@@ -20,9 +20,9 @@ from email import policy as email_policy
 from email.headerregistry import Address
 from email.message import EmailMessage
 
-from bot.report.context import ParentMessage, Person, ReplyOptions
-from bot.report.policy import OptOutList
-from bot.report.text import Block, render_body
+from bot.report.compose.context import ParentMessage, Person, ReplyOptions
+from bot.report.compose.text import Block, render_body
+from bot.report.deliver.policy import OptOutList
 
 # Headers folded at 78 columns with "\n" line ends (the stored form; SMTP converts to CRLF).
 MAIL_POLICY = email_policy.default.clone(linesep="\n", max_line_length=78)

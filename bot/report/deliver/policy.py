@@ -1,8 +1,9 @@
 """When not to write (docs/replies.md): allow-listed lists, opt-outs, rate limits, moderation.
 
-Pure decisions over plain data; `bot.report.outbox` and `bot.report.delivery` apply them. The
-allow-list, opt-out and moderation are decided when a reply is stored; the opt-out again and the
-rate limits when it is about to be sent, since both can change while a reply waits.
+Pure decisions over plain data; `bot.report.deliver.outbox` and `bot.report.deliver.delivery`
+apply them. The allow-list, opt-out and moderation are decided when a reply is stored; the
+opt-out again and the rate limits when it is about to be sent, since both can change while a
+reply waits.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class OptOutList:
 class Admission:
     """The state a new reply starts in, and why when it is not going out."""
 
-    state: str  # one of bot.report.outbox's states
+    state: str  # one of bot.report.deliver.outbox's states
     reason: str | None = None
 
 

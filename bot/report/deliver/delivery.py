@@ -1,7 +1,7 @@
 """Sending what the outbox holds: claim, commit point, outcome; and recovery after a crash.
 
 Each reply goes through short transactions, each committed before the next step talks to the
-outside world (the design and its one unavoidable window are in bot.report.outbox):
+outside world (the design and its one unavoidable window are in bot.report.deliver.outbox):
 
 1. claim: queued -> sending (a conditional UPDATE: two senders never claim the same row), with
    the sender's host:pid and a lease; committed before connecting;
@@ -9,7 +9,7 @@ outside world (the design and its one unavoidable window are in bot.report.outbo
    rename into new/ (maildir);
 3. outcome: sent, queued again (not accepted; later, with backoff), failed, or in-doubt.
 
-Every run first resolves the claims of senders that died (bot.report.recovery).
+Every run first resolves the claims of senders that died (bot.report.deliver.recovery).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import sqlalchemy as sa
 from bot.config.report import ReportSettings
 from bot.db.models import OutboxReply, utcnow
 from bot.db.session import Database
-from bot.report.maildir import MaildirTransport
-from bot.report.outbox import (
+from bot.report.deliver.maildir import MaildirTransport
+from bot.report.deliver.outbox import (
     COMMITTING,
     FAILED,
     IN_DOUBT,
@@ -36,10 +36,10 @@ from bot.report.outbox import (
     SENT,
     SUPPRESSED,
 )
-from bot.report.policy import OptOutList, RecentSend, rate_limit
-from bot.report.recovery import recover_interrupted
-from bot.report.smtp import SmtpTransport
-from bot.report.transport import (
+from bot.report.deliver.policy import OptOutList, RecentSend, rate_limit
+from bot.report.deliver.recovery import recover_interrupted
+from bot.report.deliver.smtp import SmtpTransport
+from bot.report.deliver.transport import (
     DeliveryInDoubt,
     Envelope,
     PermanentFailure,

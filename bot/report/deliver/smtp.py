@@ -17,7 +17,12 @@ import ssl
 from collections.abc import Callable
 
 from bot.config.report import ReportSettings
-from bot.report.transport import DeliveryInDoubt, Envelope, PermanentFailure, TransientFailure
+from bot.report.deliver.transport import (
+    DeliveryInDoubt,
+    Envelope,
+    PermanentFailure,
+    TransientFailure,
+)
 
 _LINE_END = re.compile(rb"\r?\n")
 _LEADING_DOT = re.compile(rb"^\.", re.MULTILINE)

@@ -1,7 +1,7 @@
 """A lab campaign judged: its stored samples as a `BenchmarkResult`, every metric's verdict.
 
 The pair loop (workers/lab/pairs.py) stops a campaign; `judge_campaign` is the one place its
-samples are turned into verdicts (bot.analysis.verdict through bot.report.results_file), and
+samples are turned into verdicts (bot.analysis.verdict through bot.report.compose.results_file), and
 `result_json` is what the campaign's `result` column stores of that judgement for the status
 page, `lorelab review`'s exit status and `lorelab analyze`.
 """
@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from bot.benchmarks.definition import BASE, PATCHED, Benchmark
 from bot.db.models import LabCampaign
-from bot.report.results import BenchmarkResult, MetricResult, RunPolicy
-from bot.report.results_file import benchmark_result
+from bot.report.compose.results import BenchmarkResult, MetricResult, RunPolicy
+from bot.report.compose.results_file import benchmark_result
 
 COUNTER_DELTA = 0.05  # reclaim counters: report changes of 5% or more
 
@@ -74,7 +74,7 @@ def stored_judgement(campaign: LabCampaign) -> BenchmarkResult | None:
 
 
 def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:
-    """The recorded-results shape (bot.report.results_file) of a campaign's samples."""
+    """The recorded-results shape (bot.report.compose.results_file) of a campaign's samples."""
     names = list(dict.fromkeys(s.metric for s in samples))
     metrics = []
     for name in names:

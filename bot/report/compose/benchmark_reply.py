@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bot.report.claim_view import claim_support
-from bot.report.compose import ComposedReply, compose_reply
-from bot.report.context import ReplyOptions
-from bot.report.results import BenchmarkReplyContext, BenchmarkResult, Machine, RunPolicy
-from bot.report.tables import benchmark_tables, varying_parameters, verdict_lines
-from bot.report.text import Block, Fields, Preformatted, Prose, Quote, glue, indent
+from bot.report.compose.claim_view import claim_support
+from bot.report.compose.context import ReplyOptions
+from bot.report.compose.message import ComposedReply, compose_reply
+from bot.report.compose.results import BenchmarkReplyContext, BenchmarkResult, Machine, RunPolicy
+from bot.report.compose.tables import benchmark_tables, varying_parameters, verdict_lines
+from bot.report.compose.text import Block, Fields, Preformatted, Prose, Quote, glue, indent
 
 KIND = "benchmark"
 

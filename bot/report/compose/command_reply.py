@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.report.compose import ComposedReply, compose_reply
-from bot.report.context import ParentMessage, ReplyOptions
-from bot.report.text import Block, Preformatted, Prose, Quote, indent
+from bot.report.compose.context import ParentMessage, ReplyOptions
+from bot.report.compose.message import ComposedReply, compose_reply
+from bot.report.compose.text import Block, Preformatted, Prose, Quote, indent
 
 KIND = "command"
 OUTCOMES = ("queued", "not-understood", "help", "stopped", "refused", "limited")

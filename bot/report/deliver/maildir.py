@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from bot.report.transport import Envelope, PermanentFailure
+from bot.report.deliver.transport import Envelope, PermanentFailure
 
 
 class MaildirTransport:

@@ -43,8 +43,8 @@ from sqlalchemy.orm import Session
 
 from bot.config.report import ReportSettings
 from bot.db.models import Message, OutboxReply, utcnow
-from bot.report.compose import ComposedReply
-from bot.report.policy import OptOutList, admit
+from bot.report.compose.message import ComposedReply
+from bot.report.deliver.policy import OptOutList, admit
 
 PENDING_APPROVAL = "pending-approval"
 QUEUED = "queued"

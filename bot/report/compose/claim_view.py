@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 from bot.analysis.claims import JudgedClaim, split_body
 from bot.analysis.verdict import Verdict
-from bot.report.results import BenchmarkResult, ClaimQuote, MetricResult
-from bot.report.tables import fmt_interval, fmt_pct, varying_parameters
+from bot.report.compose.results import BenchmarkResult, ClaimQuote, MetricResult
+from bot.report.compose.tables import fmt_interval, fmt_pct, varying_parameters
 
 # How far above the claimed numbers a stated run count ("Average result of 18 test runs:") is
 # still quoted with everything between, so that the quote reads as the author wrote it.

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from bot.analysis.robust import TailKind
 from bot.analysis.verdict import Comparison, Verdict
-from bot.report.context import TreeInfo
-from bot.report.results import BenchmarkResult, MetricResult
-from bot.report.text import TABLE_WIDTH
+from bot.report.compose.context import TreeInfo
+from bot.report.compose.results import BenchmarkResult, MetricResult
+from bot.report.compose.text import TABLE_WIDTH
 
 COUNTERS_HEADING = "reclaim counters (/proc/vmstat, per run)"
 

@@ -11,7 +11,7 @@ import datetime as dt
 import email.utils
 from dataclasses import dataclass
 
-from bot.report.text import glue
+from bot.report.compose.text import glue
 
 
 @dataclass(frozen=True)
