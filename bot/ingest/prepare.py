@@ -6,7 +6,11 @@ a backfill of a whole archive is bound by parsing, and this machine has more tha
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
+import os
+import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -20,6 +24,7 @@ from bot.ingest.sources import RawMail
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.trailers import REVIEW_TRAILERS
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 QUARANTINE_KEEP_BYTES = 256 * 1024  # of an oversized mail, keep the head: enough to see what it was
 
 
@@ -122,6 +127,15 @@ def batched(items: Iterable[RawMail], size: int) -> Iterator[list[RawMail]]:
         yield batch
 
 
+def die_with_parent(parent: int) -> None:
+    """A parse worker ends when the process that started it (`parent`) does, even by SIGKILL:
+    otherwise it would wait on its task queue forever (Linux: PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
 def prepared_batches(mails: Iterable[RawMail], settings: IngestSettings) -> Iterator[PreparedBatch]:
     """Batches in input order; parsed in worker processes when there is more than one."""
     batches = batched(mails, settings.batch_size)
@@ -132,7 +146,8 @@ def prepared_batches(mails: Iterable[RawMail], settings: IngestSettings) -> Iter
             yield prepare_batch(batch, settings)
         return
     workers = settings.parse_workers
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
         pending: deque[Future[PreparedBatch]] = deque()
         for batch in chain(head, batches):
             pending.append(pool.submit(prepare_batch, batch, settings))
