@@ -15,10 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = "/usr/bin/chromium"
@@ -62,7 +62,22 @@ def follow(driver: webdriver.Chrome, element: WebElement) -> None:
     (a click returns before a form's POST has answered)."""
     page = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 10).until(staleness_of(page))
+    WebDriverWait(driver, 10).until(lambda _: replaced(page))
+
+
+def replaced(element: WebElement) -> bool:
+    """Whether the page holding `element` is gone. Chromedriver says so with a stale-element
+    error, or, while the next page is still being attached, "Node with given id does not
+    belong to the document" (seen on a loaded machine)."""
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
 
 
 def screenshot(driver: webdriver.Chrome, path: Path) -> Path:
