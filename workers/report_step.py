@@ -23,7 +23,6 @@ from bot.db.models import LabCampaign, Run, RunStep, SeriesVersion
 from bot.db.session import Database
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
 from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
-from bot.report.compose.context import TreeInfo
 from bot.report.compose.failure_reply import (
     BUILD_FAILURE,
     DOES_NOT_APPLY,
@@ -33,6 +32,7 @@ from bot.report.compose.failure_reply import (
     compose_build_failure,
 )
 from bot.report.compose.from_db import answered_message, parent_message, reply_options, series_info
+from bot.report.compose.inputs import TreeInfo
 from bot.report.compose.message import ComposedReply
 from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, Machine
 from bot.report.deliver.outbox import enqueue

@@ -33,7 +33,7 @@ from bot.config import data_dir
 from bot.config.report import ReportSettings, ReportSettingsError
 from bot.db.models import OutboxReply, utcnow
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
-from bot.report.compose.context import ReplyOptions
+from bot.report.compose.inputs import ReplyOptions
 from bot.report.deliver import outbox
 from bot.report.deliver.delivery import deliver_due, make_transport
 

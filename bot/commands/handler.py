@@ -51,8 +51,8 @@ from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, ut
 from bot.db.session import Database
 from bot.mail import parse_message
 from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
-from bot.report.compose.context import ParentMessage
 from bot.report.compose.from_db import parent_message, reply_options
+from bot.report.compose.inputs import ParentMessage
 from bot.report.deliver.outbox import enqueue
 from bot.runs.lifecycle import cancel_run, create_run, find_tree, retest_run
 from bot.runs.planner import planned_tree

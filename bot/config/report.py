@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.report.compose.context import BotIdentity, Person
+from bot.report.compose.inputs import BotIdentity, Person
 
 MODES = ("outbox", "smtp")
 SECURITIES = ("starttls", "ssl", "plain")

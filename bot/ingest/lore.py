@@ -21,10 +21,10 @@ import requests
 
 from bot.config import IngestSettings, ListSettings
 from bot.db.session import Database
-from bot.ingest.context import fetch_missing_context
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.http import FetchError, HttpPolicy, fetch, gunzip, make_session
 from bot.ingest.live import LiveSummary, Step, store_steps
+from bot.ingest.missing_context import fetch_missing_context
 from bot.ingest.sources import RawMail, split_mbox_bytes
 
 log = logging.getLogger(__name__)

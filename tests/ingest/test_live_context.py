@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
-from bot.ingest.context import REFETCH_AFTER, due
+from bot.ingest.missing_context import REFETCH_AFTER, due
 from tests.support.pi_server import LiveLorelab, PublicInbox, missing_reason
 
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)

@@ -15,7 +15,7 @@ from bot.cli import outbox as outbox_cli
 from bot.config.report import ReportSettings
 from bot.db.session import Database, ensure_schema
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
-from bot.report.compose.context import BotIdentity, Person, ReplyOptions
+from bot.report.compose.inputs import BotIdentity, Person, ReplyOptions
 from bot.report.compose.message import ComposedReply
 from bot.report.compose.results_file import load_results
 from bot.report.deliver import outbox

@@ -33,19 +33,19 @@ from bot.report.compose.benchmark_reply import compose_benchmark_reply
 from bot.report.compose.build_log import first_errors
 from bot.report.compose.claim_view import claim_from_judged, claim_support
 from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
-from bot.report.compose.context import (
+from bot.report.compose.failure_reply import (
+    ApplyFailureContext,
+    BuildFailureContext,
+    compose_apply_failure,
+    compose_build_failure,
+)
+from bot.report.compose.inputs import (
     BotIdentity,
     ParentMessage,
     Person,
     ReplyOptions,
     SeriesInfo,
     TreeInfo,
-)
-from bot.report.compose.failure_reply import (
-    ApplyFailureContext,
-    BuildFailureContext,
-    compose_apply_failure,
-    compose_build_failure,
 )
 from bot.report.compose.message import (
     ComposedReply,

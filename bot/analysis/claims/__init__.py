@@ -90,7 +90,7 @@ absent values are null or empty lists; percentages are plain numbers, 1.5 meanin
 """
 
 from bot.analysis.claims.benchmarks import benchmarks_in, higher_is_better
-from bot.analysis.claims.commands import Command, find_all_commands, find_commands
+from bot.analysis.claims.command_lines import Command, find_all_commands, find_commands
 from bot.analysis.claims.doubts import Doubt, find_doubts
 from bot.analysis.claims.extract import extract_claims
 from bot.analysis.claims.judge import judge_claim

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.analysis.claims.benchmarks import block_benchmarks
-from bot.analysis.claims.commands import Command, find_all_commands
+from bot.analysis.claims.command_lines import Command, find_all_commands
 from bot.analysis.claims.doubts import Doubt, find_doubts
 from bot.analysis.claims.extract import extract_claims
 from bot.analysis.claims.judge import judge_claim

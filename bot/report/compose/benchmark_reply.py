@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 
 from bot.report.compose.claim_view import claim_support
-from bot.report.compose.context import ReplyOptions
+from bot.report.compose.inputs import ReplyOptions
 from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.results import BenchmarkReplyContext, BenchmarkResult, Machine, RunPolicy
 from bot.report.compose.tables import benchmark_tables, varying_parameters, verdict_lines

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.report.compose.context import ParentMessage, ReplyOptions
+from bot.report.compose.inputs import ParentMessage, ReplyOptions
 from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.text import Block, Preformatted, Prose, Quote, indent
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.report.compose.build_log import first_errors
-from bot.report.compose.context import ParentMessage, ReplyOptions, SeriesInfo, TreeInfo
+from bot.report.compose.inputs import ParentMessage, ReplyOptions, SeriesInfo, TreeInfo
 from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.results import BuildInfo
 from bot.report.compose.text import Block, Fields, Preformatted, Prose, glue, indent

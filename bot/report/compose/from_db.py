@@ -1,6 +1,6 @@
 """Reply context from stored rows: the message answered, the series, and the reply options.
 
-The composers read only plain dataclasses (bot.report.compose.context); this is where the
+The composers read only plain dataclasses (bot.report.compose.inputs); this is where the
 stages that ask for a reply (the report step, the command handler) turn ORM rows into them.
 """
 
@@ -12,7 +12,7 @@ import email.utils
 
 from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
-from bot.report.compose.context import ParentMessage, Person, ReplyOptions, SeriesInfo
+from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
 
 LORE = "https://lore.kernel.org/r/"
 

@@ -20,7 +20,7 @@ from email import policy as email_policy
 from email.headerregistry import Address
 from email.message import EmailMessage
 
-from bot.report.compose.context import ParentMessage, Person, ReplyOptions
+from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions
 from bot.report.compose.text import Block, render_body
 from bot.report.deliver.policy import OptOutList
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from bot.analysis.stored import comparison_from_data, to_data
 from bot.analysis.verdict import Comparison
-from bot.report.compose.context import ParentMessage, SeriesInfo, TreeInfo
+from bot.report.compose.inputs import ParentMessage, SeriesInfo, TreeInfo
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import datetime as dt
 from typing import Any
 
 from bot.analysis.verdict import Comparison, compare, decide_after_pair, judge_metrics
-from bot.report.compose.context import ParentMessage, Person, SeriesInfo, TreeInfo
+from bot.report.compose.inputs import ParentMessage, Person, SeriesInfo, TreeInfo
 from bot.report.compose.results import (
     BenchmarkReplyContext,
     BenchmarkResult,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from bot.analysis.robust import TailKind
 from bot.analysis.verdict import Comparison, Verdict
-from bot.report.compose.context import TreeInfo
+from bot.report.compose.inputs import TreeInfo
 from bot.report.compose.results import BenchmarkResult, MetricResult
 from bot.report.compose.text import TABLE_WIDTH
 
