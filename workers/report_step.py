@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from bot.benchmarks.registry import benchmark as make_benchmark
 from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, find_host
-from bot.db.models import LabCampaign, Run, RunStep, SeriesVersion
+from bot.db.models import LabCampaign, Run, SeriesVersion
 from bot.db.session import Database
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
 from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
@@ -39,7 +39,7 @@ from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
 from bot.runs.outcome import outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
-from bot.runs.steps import StepEnd, run_step
+from bot.runs.steps import StepEnd, run_step, stored_step
 from bot.runs.stops import series_stopped
 
 BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest"}  # a qemu host's accel, as samples record it
@@ -52,8 +52,7 @@ def run_report_step(db: Database, settings: Settings, step_id: int,
 
 def _report(db: Database, settings: Settings, step_id: int) -> StepEnd:
     with db.session() as session:
-        step = session.get(RunStep, step_id)
-        assert step is not None
+        step = stored_step(session, step_id)
         reply, why = compose_for_run(session, settings, step.run)
         if reply is None:
             return StepEnd(result=ReportRecord(why=why).as_result())

@@ -10,15 +10,6 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class RunState(StrEnum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    SUPERSEDED = "superseded"
-
-
 class StepState(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -27,6 +18,10 @@ class StepState(StrEnum):
     CANCELLED = "cancelled"
     SUPERSEDED = "superseded"
 
+
+# A run goes through the same states as its steps: running while one is, failed when one
+# failed, done when all are, stopped with them.
+RunState = StepState
 
 # Run states no worker changes any more.
 FINISHED = (RunState.DONE, RunState.FAILED, RunState.CANCELLED, RunState.SUPERSEDED)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from bot.db.models import RunStep, utcnow
 from bot.db.session import Database
@@ -91,13 +92,19 @@ def excerpt(text: str, limit: int = MAX_EXCERPT) -> str:
     return text if len(text) <= limit else "[...]\n" + text[-limit:]
 
 
+def stored_step(session: Session, step_id: int, *, lock: bool = False) -> RunStep:
+    """The step's row (locked for update when `lock`); LookupError when there is none."""
+    step = session.get(RunStep, step_id, with_for_update=lock)
+    if step is None:
+        raise LookupError(f"no run step {step_id}")
+    return step
+
+
 def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
     """Mark the step running; False when it is done (a duplicate delivery) or its run was
     cancelled or superseded while it waited in the queue."""
     with db.session() as session:
-        step = session.get(RunStep, step_id, with_for_update=True)
-        if step is None:
-            raise LookupError(f"no run step {step_id}")
+        step = stored_step(session, step_id, lock=True)
         if step.state in (StepState.DONE, *STOPPED) or step.run.state in STOPPED:
             return False
         step.state = StepState.RUNNING
@@ -127,8 +134,7 @@ def finish_step(
 ) -> None:
     """Record the step's end; the run is done when every step is, failed when one failed."""
     with db.session() as session:
-        step = session.get(RunStep, step_id)
-        assert step is not None
+        step = stored_step(session, step_id)
         step.state = StepState.DONE if ok else StepState.FAILED
         step.finished_at = utcnow()
         step.result = result or {}

@@ -11,13 +11,13 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.config import Settings, data_dir
-from bot.db.models import MailingList, MessageList, RunStep, SeriesVersion
+from bot.db.models import MailingList, MessageList, SeriesVersion
 from bot.db.session import Database
 from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, choose_base
 from bot.runs.lifecycle import PlanError, find_tree
 from bot.runs.records import ApplyRecord, BuildRecord
 from bot.runs.states import StepState
-from bot.runs.steps import StepEnd, StepFailed, run_step
+from bot.runs.steps import StepEnd, StepFailed, run_step, stored_step
 from bot.series.mbox import MboxError, am_ready_mbox
 from workers.kernel.apply import UnsafePatch, apply_mbox
 from workers.kernel.build import build_commit
@@ -38,8 +38,7 @@ def run_apply_step(db: Database, settings: Settings, step_id: int,
 def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
     try:
         with db.session() as session:
-            step = session.get(RunStep, step_id)
-            assert step is not None
+            step = stored_step(session, step_id)
             run = step.run
             version = session.get(SeriesVersion, run.series_version_id)
             assert version is not None
@@ -77,8 +76,7 @@ def run_build_step(db: Database, settings: Settings, step_id: int,
 
 def _build(db: Database, settings: Settings, step_id: int) -> StepEnd:
     with db.session() as session:
-        step = session.get(RunStep, step_id)
-        assert step is not None
+        step = stored_step(session, step_id)
         run = step.run
         apply = next((s for s in run.steps if s.name == "apply"), None)
         applied = apply is not None and apply.state == StepState.DONE

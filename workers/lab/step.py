@@ -17,11 +17,11 @@ from bot.benchmarks.definition import Benchmark
 from bot.benchmarks.spec import from_spec
 from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, find_host
-from bot.db.models import LabCampaign, RunStep
+from bot.db.models import LabCampaign
 from bot.db.session import Database
 from bot.runs.records import BenchCampaign, BenchRecord, BuildRecord
 from bot.runs.states import StepState
-from bot.runs.steps import StepEnd, StepFailed, notify, run_step
+from bot.runs.steps import StepEnd, StepFailed, notify, run_step, stored_step
 from workers.lab.campaign import new_campaign, run_campaign
 from workers.lab.runners import make_runner
 
@@ -36,8 +36,7 @@ def run_bench_step(db: Database, settings: Settings, step_id: int,
 
 def _bench(db: Database, settings: Settings, step_id: int) -> StepEnd:
     with db.session() as session:
-        step = session.get(RunStep, step_id)
-        assert step is not None
+        step = stored_step(session, step_id)
         run = step.run
         builds = {s.name: s for s in run.steps if s.name in ("build-base", "build-patched")}
         records = {name: BuildRecord.from_step(s) for name, s in builds.items()}
