@@ -49,6 +49,10 @@ def bench(
     """Compare two kernels on a lab host in randomized interleaved pairs."""
     from bot.benchmarks.spec import from_spec, split_specs
     from bot.config.lab_hosts import find_host
+
+    # The one place the control plane imports the workers (docs/ARCHITECTURE.md): `lorelab
+    # bench` is the lab's own command line, running a campaign here, on this machine's host.
+    # Imported here so that no other command pays for (or depends on) the data plane.
     from workers.lab.campaign import new_campaign, run_campaign
     from workers.lab.runners import make_runner
 
