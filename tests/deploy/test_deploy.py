@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import uuid
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from bot.config.lab_hosts import queue_names
 from bot.config.report import PASSWORD_ENV
 from tests.cli import Lorelab
 from tests.support.paths import REPO
+from tests.support.redis_broker import private_broker
 
 pytestmark = pytest.mark.slow  # end to end: CI, not the fast loop
 
@@ -387,8 +387,7 @@ def test_the_compose_celery_workers_start_and_serve_their_queues(tmp_path: Path)
         pytest.skip(reason)
     from celery import Celery
 
-    # a database of its own among 8..15, so that no other test's worker shares the queues
-    broker = f"redis://127.0.0.1:6379/{8 + uuid.uuid4().int % 8}"
+    broker = private_broker()  # no other test's worker shares its queues
     procs = []
     try:
         for name in celery_workers():

@@ -27,6 +27,7 @@ from bot.demo.threads import make_series
 from tests.conftest import drop_pg_database, make_pg_database, redis_reason
 from tests.support.paths import REPO
 from tests.support.pi_server import LIST_ADDRESS, LiveLorelab, PublicInbox, missing_reason
+from tests.support.redis_broker import private_broker
 from tests.support.smtp import Recorder, free_port
 
 pytestmark = [
@@ -46,7 +47,7 @@ def test_a_series_posted_to_the_list_gets_a_benchmark_reply_by_smtp(tmp_path, pg
     from aiosmtpd.controller import Controller
 
     db_url = make_pg_database(pg_server)
-    broker = f"redis://127.0.0.1:6379/{8 + uuid.uuid4().int % 8}"
+    broker = private_broker()
     host = f"e2e{uuid.uuid4().hex[:6]}"  # a lab queue of this test's own
     recorder = Recorder()
     smtp = Controller(recorder, hostname="127.0.0.1", port=free_port())
@@ -103,9 +104,6 @@ allowed_lists = ["{LIST_ADDRESS}"]
         lorelab = LiveLorelab(tmp_path / "home", db_url)
         lorelab.env["LORELAB_CONFIG"] = str(config)
         lorelab.env["LORELAB_DATA_DIR"] = str(tmp_path / "data")
-        import redis
-
-        redis.Redis.from_url(broker).flushdb()  # stale tasks of an earlier, killed test
         worker = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "workers.app", "worker",
              "-Q", f"git,build,lab.{host}", "-c", "1", "--without-heartbeat",

@@ -31,6 +31,7 @@ from tests.cli import Lorelab
 from tests.conftest import redis_reason
 from tests.support.gitrepo import git
 from tests.support.paths import REPO
+from tests.support.redis_broker import private_broker
 
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
@@ -281,8 +282,7 @@ def test_build_on_a_real_celery_worker_with_redis(tmp_path):
     reason = redis_reason()
     if reason:
         pytest.skip(reason)
-    # a database of its own among 8..15, so that no other test's worker takes our tasks
-    broker = f"redis://127.0.0.1:6379/{8 + uuid.uuid4().int % 8}"
+    broker = private_broker()  # no other test's worker takes its tasks
     lab = Lab(tmp_path, broker_url=broker)
     queue_suffix = uuid.uuid4().hex[:8]
     env = {**lab.cli.env, "PYTHONPATH": str(REPO)}
