@@ -1,4 +1,11 @@
-"""Running the real `lorelab` command in a subprocess, as a user would, for tests."""
+"""Running the real `lorelab` command, as a user would, for tests.
+
+By default the command runs inside the test process (tests/support/inprocess.py: the same
+arguments, environment, standard streams and exit status, without a second of interpreter start
+per command). `process=True`, on the object or on one call, runs it in a subprocess instead:
+for what only a process shows (signals, output of child processes on inherited descriptors, a
+process's own exit, its parse workers started from a clean interpreter).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support import inprocess
+
 
 class Lorelab:
     """`lorelab` with its own config and data directories and a given database."""
 
-    def __init__(self, home: Path, database_url: str) -> None:
+    def __init__(self, home: Path, database_url: str, *, process: bool = False) -> None:
+        self.process = process
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("LORELAB_")},
             "XDG_CONFIG_HOME": str(home / "config"),
@@ -23,8 +33,18 @@ class Lorelab:
         }
 
     def run(
+        self, *args: str, input: bytes | None = None, check: bool = True,
+        process: bool | None = None, **env: str
+    ) -> subprocess.CompletedProcess[bytes]:
+        if self.process if process is None else process:
+            return self.run_process(*args, input=input, check=check, **env)
+        proc = inprocess.run(args, {**self.env, **env}, input=input)
+        return self._checked(args, proc, check)
+
+    def run_process(
         self, *args: str, input: bytes | None = None, check: bool = True, **env: str
     ) -> subprocess.CompletedProcess[bytes]:
+        """`lorelab ARGS` in a subprocess of its own."""
         proc = subprocess.run(
             [sys.executable, "-c", "from bot.cli import main; main()", *args],
             input=input,
@@ -32,6 +52,12 @@ class Lorelab:
             env={**self.env, **env},
             timeout=300,
         )
+        return self._checked(args, proc, check)
+
+    @staticmethod
+    def _checked(
+        args: tuple[str, ...], proc: subprocess.CompletedProcess[bytes], check: bool
+    ) -> subprocess.CompletedProcess[bytes]:
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"lorelab {' '.join(args)} exited {proc.returncode}:\n"

@@ -1,9 +1,13 @@
-"""Shared fixtures: databases (SQLite and a real PostgreSQL), the seeds, generated threads."""
+"""Shared fixtures: databases (SQLite and a real PostgreSQL), the seeds, generated threads.
+
+`db_url` and `db` are copies of a database migrated once per session and backend
+(tests/support/databases.py); `empty_db_url` is an empty database, for the tests of the
+migrations themselves. Tests marked `empty_database` get an empty database from `db_url` too.
+"""
 
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,10 +16,33 @@ import sqlalchemy as sa
 
 from bot.config import IngestSettings
 from bot.db.session import Database, ensure_schema
+from tests.support.databases import (
+    PostgresTemplate,
+    SqliteTemplate,
+    create_pg_database,
+    drop_pg_database,
+)
 
 PG_ADMIN_URL = os.environ.get(
     "LORELAB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
+
+# Test modules whose `db_url` must be an empty database: they test the migrations, or
+# `ensure_schema` on a database lorelab did not make. (A module can say so itself instead, with
+# `pytestmark = pytest.mark.empty_database`, or a test can ask for `empty_db_url`.)
+EMPTY_DATABASE_MODULES = {"test_db.py"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "empty_database: db_url (and db) start empty, not at the latest schema"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in EMPTY_DATABASE_MODULES:
+            item.add_marker(pytest.mark.empty_database)
 
 
 def postgres_available() -> str | None:
@@ -51,40 +78,72 @@ def pg_server() -> str:
 
 def make_pg_database(admin_url: str) -> str:
     """A new, empty PostgreSQL database; its URL."""
-    name = f"lorelab_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return admin_url.rsplit("/", 1)[0] + "/" + name
+    return create_pg_database(admin_url)
 
 
-def drop_pg_database(admin_url: str, url: str) -> None:
-    name = url.rsplit("/", 1)[1]
-    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[PostgresTemplate]:
+    """This session's PostgreSQL database at the latest schema, dropped at the end."""
+    template = PostgresTemplate(pg_server)
+    try:
+        yield template
+    finally:
+        template.close()
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database URL: a SQLite file, and a fresh PostgreSQL database."""
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> SqliteTemplate:
+    """This session's SQLite file at the latest schema."""
+    return SqliteTemplate(tmp_path_factory.mktemp("sqlite-template"))
+
+
+def _database_url(request: pytest.FixtureRequest, tmp_path: Path, migrated: bool) -> Iterator[str]:
+    path = tmp_path / "lorelab.db"  # tests find other files next to it by this name
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'lorelab.db'}"
+        if migrated:
+            yield request.getfixturevalue("sqlite_template").copy(path)
+        else:
+            yield f"sqlite:///{path}"
         return
-    admin = request.getfixturevalue("pg_server")
-    url = make_pg_database(admin)
+    if not migrated:
+        admin = request.getfixturevalue("pg_server")
+        url = make_pg_database(admin)
+        try:
+            yield url
+        finally:
+            drop_pg_database(admin, url)
+        return
+    template = request.getfixturevalue("pg_template")
+    url = template.copy()
     try:
         yield url
     finally:
-        drop_pg_database(admin, url)
+        template.drop(url)
+
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database URL at the latest schema: a SQLite file, and a PostgreSQL database.
+
+    Empty instead for tests marked `empty_database`.
+    """
+    migrated = request.node.get_closest_marker("empty_database") is None
+    yield from _database_url(request, tmp_path, migrated)
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database URL: a SQLite file, and a fresh PostgreSQL database."""
+    yield from _database_url(request, tmp_path, migrated=False)
 
 
 @pytest.fixture
 def db(db_url: str) -> Iterator[Database]:
     database = Database(db_url)
-    ensure_schema(database.engine)
+    ensure_schema(database.engine)  # a no-op at the latest schema; migrates an empty database
     yield database
     database.dispose()
 

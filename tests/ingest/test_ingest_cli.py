@@ -131,7 +131,7 @@ def test_ingest_stdin_as_a_delivery_agent(lorelab: Lorelab, thread: list[bytes])
     msgid = email.message_from_bytes(thread[0])["Message-ID"]
     assert lorelab.json("message", "show", msgid)["lists"] == ["linux-mm"]
     down = lorelab.run(
-        "ingest", "stdin", input=thread[1], check=False,
+        "ingest", "stdin", input=thread[1], check=False, process=True,
         LORELAB_DATABASE_URL="postgresql+psycopg://nobody@127.0.0.1:1/none",
     )
     assert down.returncode == 75, down.stderr

@@ -1,0 +1,127 @@
+"""Test databases: empty ones, and copies of a template migrated once per test session.
+
+Running every migration costs a PostgreSQL test database a few tenths of a second in-process
+(and seconds when the first `lorelab` command of a test does it in a subprocess). So each
+backend gets one template per session, brought to the latest schema with `ensure_schema`
+exactly as before, and every test gets its own copy: `CREATE DATABASE ... TEMPLATE` on
+PostgreSQL, a file copy on SQLite. Template names carry the pytest-xdist worker and the process
+id, so that concurrent sessions on one server never share (or drop) each other's templates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bot.db.session import Database, ensure_schema
+
+
+def session_tag() -> str:
+    """What makes this session's names unique: the xdist worker (if any) and the process."""
+    return f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{os.getpid()}"
+
+
+def _admin_execute(admin: str | sa.Engine, statement: str) -> None:
+    """Run `statement` on the server, outside a transaction (as CREATE/DROP DATABASE must)."""
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT") if isinstance(admin, str) \
+        else admin
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text(statement))
+    finally:
+        if engine is not admin:
+            engine.dispose()
+
+
+def pg_url(admin_url: str, name: str) -> str:
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+def create_pg_database(admin_url: str, template: str | None = None, name: str | None = None,
+                       admin: sa.Engine | None = None) -> str:
+    """A new PostgreSQL database (empty, or a copy of `template`); its URL."""
+    name = name or f"lorelab_test_{uuid.uuid4().hex[:12]}"
+    source = f' TEMPLATE "{template}"' if template else ""
+    _admin_execute(admin or admin_url, f'CREATE DATABASE "{name}"{source}')
+    return pg_url(admin_url, name)
+
+
+def drop_pg_database(admin_url: str, url: str, admin: sa.Engine | None = None) -> None:
+    name = url.rsplit("/", 1)[1]
+    _admin_execute(admin or admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def migrate(url: str) -> None:
+    """Bring the database at `url` to the latest schema, as the suite always did."""
+    database = Database(url)
+    try:
+        ensure_schema(database.engine)
+    finally:
+        database.dispose()  # a template must have no connections left to be copied
+
+
+class PostgresTemplate:
+    """A PostgreSQL database migrated once; `copy()` hands out a new database made from it.
+
+    Copying takes a few tenths of a second of the server's time (it writes the template's
+    catalog out again), so the next copy is made in a background thread while a test runs, and
+    databases done with are dropped there too.
+    """
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin_url = admin_url
+        self.name = f"lorelab_template_{session_tag()}"
+        drop_pg_database(admin_url, pg_url(admin_url, self.name))  # left by a killed session
+        self.url = create_pg_database(admin_url, name=self.name)
+        try:
+            migrate(self.url)
+        except BaseException:
+            drop_pg_database(admin_url, self.url)
+            raise
+        self._admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pg-template")
+        self._next: Future[str] | None = None
+
+    def _make_copy(self) -> str:
+        return create_pg_database(self.admin_url, template=self.name, admin=self._admin)
+
+    def copy(self) -> str:
+        """A new database at the latest schema; give it back with `drop(url)`."""
+        # The first copy is made here, before anything runs in the background: two copies of one
+        # template are never made at once.
+        url = self._next.result() if self._next is not None else self._make_copy()
+        self._next = self._background.submit(self._make_copy)
+        return url
+
+    def drop(self, url: str) -> None:
+        self._background.submit(drop_pg_database, self.admin_url, url, self._admin)
+
+    def close(self) -> None:
+        """Drop the spare copy and the template (after every pending drop)."""
+        if self._next is not None:
+            with contextlib.suppress(Exception):  # the spare was never made: nothing to drop
+                self.drop(self._next.result())
+        self._background.shutdown(wait=True)
+        self._admin.dispose()
+        drop_pg_database(self.admin_url, self.url)
+
+
+class SqliteTemplate:
+    """A SQLite file migrated once; `copy(path)` puts a copy at `path`."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / "lorelab.db"
+        migrate(f"sqlite:///{self.path}")
+        # The last connection closed checkpoints the WAL: the schema is all in the main file.
+        assert not self.path.with_name(self.path.name + "-wal").exists()
+
+    def copy(self, path: Path) -> str:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.path, path)
+        return f"sqlite:///{path}"
