@@ -27,22 +27,15 @@ PG_ADMIN_URL = os.environ.get(
     "LORELAB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 
-# Test modules whose `db_url` must be an empty database: they test the migrations, or
-# `ensure_schema` on a database lorelab did not make. (A module can say so itself instead, with
-# `pytestmark = pytest.mark.empty_database`, or a test can ask for `empty_db_url`.)
-EMPTY_DATABASE_MODULES = {"test_db.py"}
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "empty_database: db_url (and db) start empty, not at the latest schema"
-    )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.name in EMPTY_DATABASE_MODULES:
-            item.add_marker(pytest.mark.empty_database)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """PostgreSQL variants only where the SQL can differ from SQLite's (storing, assembling,
+    querying, delivering, migrating): a module whose SQL cannot differ says `sqlite_only`."""
+    dropped = [item for item in items if item.get_closest_marker("sqlite_only")
+               and "[postgresql" in item.nodeid]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = set(dropped)
+        items[:] = [item for item in items if item not in gone]
 
 
 def postgres_available() -> str | None:

@@ -20,6 +20,9 @@ from bot.db.session import (
 )
 from tests.cli import Lorelab
 
+# The migrations themselves, and ensure_schema on databases lorelab did not make: db_url is empty.
+pytestmark = pytest.mark.empty_database
+
 
 def test_schema_head_constant_is_alembics_head() -> None:
     assert head_revision() == SCHEMA_HEAD

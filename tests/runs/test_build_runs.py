@@ -36,7 +36,7 @@ from tests.support.redis_broker import private_broker
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
     pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
-                                    reason="make and gcc are needed to build the simulator tree"),
+                       reason="make and gcc are needed to build the simulator tree"),
 ]
 
 SECRET = "s3cret-smtp-password-" + uuid.uuid4().hex[:8]

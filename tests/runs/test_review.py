@@ -28,8 +28,9 @@ from workers.lab.local import LocalRunner
 
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
+    pytest.mark.sqlite_only,  # the stages' SQL is tested on both; tests/e2e runs on PostgreSQL
     pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
-                                    reason="make and gcc are needed to build the simulator tree"),
+                       reason="make and gcc are needed to build the simulator tree"),
 ]
 
 BENCH = "reclaim-sim:ops=3000000"

@@ -66,6 +66,22 @@ def migrate(url: str) -> None:
         database.dispose()  # a template must have no connections left to be copied
 
 
+def drop_stale_templates(admin_url: str) -> None:
+    """Drop the templates of sessions whose process is gone (killed before they cleaned up);
+    the server is this machine's, so a template's pid says whether its session lives."""
+    engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            names = conn.scalars(sa.text(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'lorelab_template_%'")).all()
+        for name in names:
+            pid = name.rsplit("_", 1)[-1]
+            if pid.isdigit() and (int(pid) == os.getpid() or not Path(f"/proc/{pid}").exists()):
+                drop_pg_database(admin_url, pg_url(admin_url, name), engine)
+    finally:
+        engine.dispose()
+
+
 class PostgresTemplate:
     """A PostgreSQL database migrated once; `copy()` hands out a new database made from it.
 
@@ -77,7 +93,7 @@ class PostgresTemplate:
     def __init__(self, admin_url: str) -> None:
         self.admin_url = admin_url
         self.name = f"lorelab_template_{session_tag()}"
-        drop_pg_database(admin_url, pg_url(admin_url, self.name))  # left by a killed session
+        drop_stale_templates(admin_url)
         self.url = create_pg_database(admin_url, name=self.name)
         try:
             migrate(self.url)

@@ -26,6 +26,7 @@ from tests.support.web_server import serving
 
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
+    pytest.mark.sqlite_only,  # pages in a browser; their queries run on both in test_web.py
     pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing())),
 ]
 

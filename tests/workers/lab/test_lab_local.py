@@ -19,7 +19,7 @@ from workers.lab.pairs import run_pairs
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
     pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None,
-                                    reason="make and gcc are needed to build the simulator tree"),
+                       reason="make and gcc are needed to build the simulator tree"),
 ]
 
 
