@@ -431,6 +431,8 @@ def run_sandboxed(
         timer.cancel()
     timed_out = expired.is_set()
     reader.join(timeout=10)
+    if not reader.is_alive():  # a grandchild may still hold the pipe: then the reader owns it
+        proc.stdout.close()
     output = capture.text()
     if timed_out:
         output += f"\nlorelab: killed after {limits.wall_seconds:.0f} s (wall-clock limit)\n"
