@@ -131,28 +131,11 @@ class PublicInbox:
         self.httpd = None
 
 
-# Registers the live-ingest commands when bot/cli/__init__.py does not (yet).
-LAUNCH = (
-    "from bot.cli import app, main\n"
-    "import bot.cli.sources as s\n"
-    "if not any(c.name == 'sources' for c in app.registered_commands): s.register(app)\n"
-    "main()\n"
-)
-
-
 class LiveLorelab(Lorelab):
-    """`lorelab` with the live-ingest commands (`ingest lore|pi-git`, `run`, `sources`)."""
+    """`lorelab` for the live-ingest commands; `popen` starts a long-running one (`run`)."""
 
     def command(self, *args: str) -> list[str]:
-        return [sys.executable, "-c", LAUNCH, *args]
-
-    def run(self, *args: str, input: bytes | None = None, check: bool = True, **env: str):
-        proc = subprocess.run(self.command(*args), input=input, capture_output=True,
-                              env={**self.env, **env}, timeout=300)
-        if check and proc.returncode != 0:
-            raise AssertionError(f"lorelab {' '.join(args)} exited {proc.returncode}:\n"
-                                 f"{proc.stderr.decode(errors='replace')}")
-        return proc
+        return [sys.executable, "-c", "from bot.cli import main; main()", *args]
 
     def popen(self, *args: str, **env: str) -> subprocess.Popen[bytes]:
         return subprocess.Popen(self.command(*args), env={**self.env, **env},
