@@ -72,6 +72,13 @@ def _steps(run: Run, states: dict[str, str], **extra: dict[str, object]) -> None
         run.steps.append(step)
 
 
+def _applied(base: str, patched: str) -> dict[str, object]:
+    """An apply step's record of a series of two patches that applied."""
+    return {"base": base * 40, "base_reason": "branch-head", "base_detail": "head of mm-unstable",
+            "base_branch": "mm-unstable", "patched": patched * 40, "applied": 2,
+            "failed_patch": None, "conflicts": []}
+
+
 def _samples(campaign: LabCampaign, pairs: int, seed: int) -> list[str]:
     """hackbench.time about 6% slower patched, and a secondary counter; one warm-up pair."""
     rng = random.Random(seed)
@@ -146,7 +153,10 @@ def populate(db: Database, tree: Path) -> WebData:
                   trigger="auto", base_commit="a" * 40, base_reason="base-commit: in the cover",
                   patched_commit="b" * 40, created_at=T0)
         _steps(old, {"apply": "done", "build-base": "done", "build-patched": "failed"},
-               **{"build-patched": {"error": "build failed: mm/vmscan.c:42: error: "
+               apply={"result": _applied("a", "b")},
+               **{"build-base": {"result": {"ok": True, "commit": "a" * 40}},
+                  "build-patched": {"result": {"ok": False, "commit": "b" * 40},
+                                    "error": "build failed: mm/vmscan.c:42: error: "
                                              "'nr_batched' undeclared",
                                     "log_excerpt": "mm/vmscan.c:42:9: error: 'nr_batched' "
                                                    "undeclared (first use in this function)"}})
@@ -156,13 +166,20 @@ def populate(db: Database, tree: Path) -> WebData:
                      created_at=T0 + dt.timedelta(hours=1))
         _steps(review, {"apply": "done", "build-base": "done", "build-patched": "done",
                         "bench": "done", "report": "done"},
-               apply={"log_excerpt": "Applying: mm/vmscan: first\nApplying: mm/vmscan: second"},
-               **{"build-base": {"log_excerpt": "  CC      mm/vmscan.o\n  LD      vmlinux"}})
+               apply={"log_excerpt": "Applying: mm/vmscan: first\nApplying: mm/vmscan: second",
+                      "result": _applied("c", "d")},
+               **{"build-base": {"log_excerpt": "  CC      mm/vmscan.o\n  LD      vmlinux",
+                                 "result": {"ok": True, "commit": "c" * 40}},
+                  "build-patched": {"result": {"ok": True, "commit": "d" * 40}},
+                  "bench": {"result": {"host": "vm1", "runner": "qemu"}}})
         conflict = Run(series_version_id=conflicted_version.id, kind="build", tree="mm",
                        state="failed", trigger="cli", created_at=T0)
         _steps(conflict, {"apply": "failed", "build-base": "failed", "build-patched": "failed"},
                apply={"error": "patch 2 does not apply: conflicts in mm/swap.c",
-                      "log_excerpt": "CONFLICT (content): Merge conflict in mm/swap.c"})
+                      "log_excerpt": "CONFLICT (content): Merge conflict in mm/swap.c",
+                      "result": {"base": "e" * 40, "applied": 1,
+                                 "failed_patch": "0002 mm/swap: second",
+                                 "conflicts": [{"path": "mm/swap.c", "hunks": "<<<<<<<"}]}})
         session.add_all([old, review, conflict])
         session.flush()
         campaign = LabCampaign(run_id=review.id, benchmark="hackbench",

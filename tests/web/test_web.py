@@ -147,6 +147,12 @@ def test_api_gives_series_runs_campaigns_with_samples_and_hosts(site, data):
     assert [s["name"] for s in run["steps"]] == ["apply", "build-base", "build-patched",
                                                  "bench", "report"]
     assert run["series_id"] == data.regressed and run["version"] == 2
+    # What the run found, as bot.runs.outcome decides it for the exit status and the reply too.
+    assert (run["outcome"], run["why"]) == ("regression", "benchmarked")
+    conflict = requests.get(f"{site}/api/runs/{data.conflict_run}", timeout=10).json()
+    assert conflict["outcome"] == "does not apply"
+    page = requests.get(f"{site}/runs/{data.review_run}", timeout=10).text
+    assert '<strong class="outcome">regression</strong>' in page
     assert [c["id"] for c in run["campaigns"]] == [data.campaign]
     assert run["campaigns"][0]["samples"] is None  # samples come with the campaign
     campaign = requests.get(f"{site}/api/campaigns/{data.campaign}", timeout=10).json()
