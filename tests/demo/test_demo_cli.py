@@ -36,6 +36,7 @@ def test_demo_reviews_the_series_end_to_end_and_leaves_the_reply_in_the_outbox(t
     # The same run is what the maintainer CLI shows, from the database the demo names.
     shown = Lorelab(tmp_path, result["database"]).json("runs", "show", str(result["run"]))
     assert shown["state"] == "done" and shown["kind"] == "review"
+    assert shown["outcome"] == result["verdict"]  # what the demo printed, decided in one place
 
     # Delivery in the embedded default writes the reply to the outbox maildir.
     sent = Lorelab(tmp_path, result["database"]).json(

@@ -146,6 +146,7 @@ def test_conflict_records_the_failing_patch_and_the_conflicting_hunks(tmp_path):
     assert "rebase-apply" not in os.listdir(lab.tree / ".git")
     text = lab.cli.run("runs", "show", str(run["id"])).stdout.decode()
     assert "conflict in mm/vmscan.c" in text
+    assert "outcome: does not apply (the series does not apply: patch 0001" in text
 
 
 def test_build_error_records_the_first_compiler_errors(tmp_path):
