@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 MACHINE_DIR = "machine"
+# What the job wrote comes from the kernel under test, a stranger's code, and its text ends up in
+# a public reply: each file is read up to a size, each line of text kept short and printable.
+MAX_FILE_BYTES = 1 << 20
+MAX_TEXT = 120
 
 # POSIX sh and busybox both run it; every read may fail (a file /sys does not have) silently.
 MACHINE_SCRIPT = """\
@@ -46,14 +50,14 @@ def read_machine(directory: Path) -> dict[str, Any]:
         return {}
     cpuinfo = _read(directory / "cpuinfo")
     facts: dict[str, Any] = {
-        "cpu": _first(cpuinfo, "model name") or _first(cpuinfo, "Processor") or "",
+        "cpu": _text(_first(cpuinfo, "model name") or _first(cpuinfo, "Processor")),
         "cpus": _count_cpus(_read(directory / "online").strip())
         or len(re.findall(r"^processor\s*:", cpuinfo, re.M)),
         "threads_per_core": _threads_per_core(cpuinfo),
         "memory_kb": _memory_kb(_read(directory / "meminfo")),
         "numa_nodes": len([n for n in _read(directory / "nodes").split() if n]) or 1,
-        "kernel": _read(directory / "release").strip(),
-        "vendor": _read(directory / "vendor").strip(),
+        "kernel": _text(_read(directory / "release")),
+        "vendor": _text(_read(directory / "vendor")),
         # The CPU's own flag: set under any hypervisor (KVM, TCG, Xen, Hyper-V, ...).
         "virtualized": bool(re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M)),
     }
@@ -63,9 +67,16 @@ def read_machine(directory: Path) -> dict[str, Any]:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(errors="replace")
+        with path.open("rb") as file:
+            return file.read(MAX_FILE_BYTES).decode(errors="replace")
     except OSError:
         return ""
+
+
+def _text(value: str) -> str:
+    """The first line of `value`, printable characters only, at most MAX_TEXT of them."""
+    line = value.strip().split("\n", 1)[0]
+    return "".join(c for c in line if c.isprintable())[:MAX_TEXT].strip()
 
 
 def _first(cpuinfo: str, key: str) -> str:
@@ -105,5 +116,5 @@ def _caches(text: str) -> dict[str, str]:
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 3 and (parts[0], parts[1]) in names:
-            found[names[(parts[0], parts[1])]] = parts[2]
+            found[names[(parts[0], parts[1])]] = _text(parts[2])[:16]
     return found

@@ -43,3 +43,13 @@ def test_facts_from_a_lab_machines_files(tmp_path: Path) -> None:
 
 def test_no_files_no_facts(tmp_path: Path) -> None:
     assert read_machine(tmp_path / MACHINE_DIR) == {}
+
+
+def test_a_hostile_kernels_words_stay_short_and_printable(tmp_path: Path) -> None:
+    m = tmp_path / MACHINE_DIR
+    m.mkdir()
+    (m / "cpuinfo").write_text("model name\t: Evil\x1b[2J CPU " + "x" * 5000 + "\n")
+    (m / "release").write_bytes(b"6.1.0\x00\x07 and more\nSubject: spoofed\n" + b"y" * (4 << 20))
+    facts = read_machine(m)
+    assert facts["cpu"].startswith("Evil[2J CPU xxx") and len(facts["cpu"]) <= 120
+    assert facts["kernel"] == "6.1.0 and more"
