@@ -76,7 +76,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     by_name = {s.name: s for s in run.steps}
     apply = ApplyRecord.from_step(by_name["apply"])
     parent = parent_message(answered_message(version))
-    series = series_info(version, status_url=_status_url(settings, version))
+    series = series_info(version, status_url=_status_url(settings, version), run_id=run.id)
     options = reply_options(settings.report)
     tree = _tree_info(settings, run, apply)
     if outcome.reply == DOES_NOT_APPLY:

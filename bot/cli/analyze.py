@@ -1,9 +1,10 @@
 """`lorelab analyze RESULTS`: the verdict on every metric of a benchmark run.
 
-RESULTS is a recorded-results file (`lorelab-results/1`, see bot/report/compose/results_file.py)
-or the id of a lab campaign (`lorelab bench` prints it; `lorelab runs show` lists a review
-run's): the raw per-boot samples either way. The comparisons are recomputed from the samples
-every time (a review run's reply shows the judgement its campaign stored when it ended).
+RESULTS is a review run's id (what `lorelab review` and `lorelab runs list` print: every lab
+campaign of the run), `campaign:ID` for one lab campaign (`lorelab bench` prints it), or a
+recorded-results file (`lorelab-results/1`, see bot/report/compose/results_file.py): the raw
+per-boot samples either way. The comparisons are recomputed from the samples every time (a
+review run's reply shows the judgement its campaigns stored when they ended).
 """
 
 from __future__ import annotations
@@ -43,32 +44,55 @@ def load_results_file(path: Path) -> tuple[Any, Any]:
         raise UserError(f"{path}: {exc}") from None
 
 
-def campaign_results(campaign_id: int) -> tuple[str, Any]:
-    """(title, judged BenchmarkResult) of a stored lab campaign, from its samples."""
+CAMPAIGN = "campaign:"
+
+
+def stored_results(ref: str) -> tuple[str, tuple[Any, ...]]:
+    """(title, judged BenchmarkResults) of a run's campaigns ("12") or of one ("campaign:7"),
+    from their samples."""
+    import sqlalchemy as sa
+
     from bot.benchmarks.registry import benchmark
     from bot.cli.database import open_database
-    from bot.db.models import LabCampaign
+    from bot.db.models import LabCampaign, Run
     from bot.report.compose.campaign import judge_campaign
 
     with open_database().session() as session:
-        campaign = session.get(LabCampaign, campaign_id)
-        if campaign is None:
-            raise UserError(f"no lab campaign {campaign_id} (and no such file)", 66)
-        judged = judge_campaign(campaign, benchmark(campaign.benchmark, **campaign.parameters))
-        title = (f"campaign {campaign.id}: {campaign.benchmark} on {campaign.host}, "
-                 f"{campaign.kernel_a} against {campaign.kernel_b}")
+        if ref.startswith(CAMPAIGN):
+            campaign = session.get(LabCampaign, int(ref.removeprefix(CAMPAIGN)))
+            if campaign is None:
+                raise UserError(f"no lab campaign {ref.removeprefix(CAMPAIGN)}", 66)
+            campaigns = [campaign]
+            title = (f"campaign {campaign.id}: {campaign.benchmark} on {campaign.host}, "
+                     f"{campaign.kernel_a} against {campaign.kernel_b}")
+        else:
+            run = session.get(Run, int(ref))
+            if run is None:
+                raise UserError(f"no run {ref} (and no such file); `lorelab runs list` shows "
+                                f"the runs, `{CAMPAIGN}ID` names one lab campaign", 66)
+            campaigns = list(session.scalars(
+                sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
+                                             LabCampaign.state == "done")
+                .order_by(LabCampaign.id)))
+            if not campaigns:
+                raise UserError(f"run {run.id} has no finished lab campaign to analyze "
+                                f"(`lorelab runs show {run.id}` says where it stands)", 66)
+            title = (f"run {run.id}: {', '.join(c.benchmark for c in campaigns)} on "
+                     f"{campaigns[0].host} (campaigns {', '.join(str(c.id) for c in campaigns)})")
+        judged = tuple(judge_campaign(c, benchmark(c.benchmark, **c.parameters))
+                       for c in campaigns)
     return title, judged
 
 
 def analyze(
-    results: str = typer.Argument(..., help="A recorded-results file (lorelab-results/1), or "
-                                  "a lab campaign's id."),
+    results: str = typer.Argument(..., help="A review run's id, campaign:ID for one lab "
+                                  "campaign, or a recorded-results file (lorelab-results/1)."),
     as_json: bool = typer.Option(False, "--json", help="Print every metric's verdict as JSON."),
 ) -> None:
     """Judge every metric of a benchmark run, base against patched."""
-    if results.isdigit() and not Path(results).exists():
-        title, judged = campaign_results(int(results))
-        benchmarks = (judged,)
+    numeric = results.removeprefix(CAMPAIGN)
+    if numeric.isdigit() and not Path(results).exists():
+        title, benchmarks = stored_results(results)
     else:
         context, _ = load_results_file(Path(results))
         title = f"{context.series.title} (v{context.series.version})"

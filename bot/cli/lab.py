@@ -16,11 +16,10 @@ from rich.table import Table
 
 from bot.cli.context import UserError, emit_json, settings, stdout_console
 from bot.cli.database import open_database
+from bot.runs.outcome import EXIT_CODES, benchmark_finding
 
 lab_app = typer.Typer(help="Lab hosts: where benchmarks run.", no_args_is_help=True)
 
-# The verdict classes as `lorelab bench` exits: 0 nothing changed, 10 improvement, 11 regression.
-EXIT = {"regression": 11, "improvement": 10}
 MIN_PAIRS = 4  # fewer cannot reach the overall 5% level (bot.analysis.calibration)
 
 
@@ -104,8 +103,11 @@ def bench(
         emit_json(results)
     if any(r["state"] != "done" for r in results):
         raise typer.Exit(1)
-    verdicts = {m["verdict"] for r in results for m in r["metrics"] if not m["secondary"]}
-    raise typer.Exit(next((code for v, code in EXIT.items() if v in verdicts), 0))
+    # Exits as `lorelab review` does: 0 no change, 10 improvement, 11 regression, 15 could not
+    # tell (bot.runs.outcome).
+    finding, _ = benchmark_finding(m["verdict"] for r in results for m in r["metrics"]
+                                   if not m["secondary"])
+    raise typer.Exit(EXIT_CODES[finding])
 
 
 def _campaign_dict(campaign: Any) -> dict[str, Any]:
@@ -142,6 +144,7 @@ def _print_campaign(out: Any, r: dict[str, Any]) -> None:
     out.print(table)
     if r["not_compared"]:
         out.print("not compared (zero in some runs): " + ", ".join(r["not_compared"]))
+    out.print(f"campaign {r['id']}; `lorelab analyze campaign:{r['id']}` judges it again")
 
 
 @lab_app.command("hosts")

@@ -49,7 +49,9 @@ def review(
         emit_json({"run": outcome.run_id, "series_version": outcome.series_version_id,
                    "title": outcome.title, "version": outcome.version, "state": outcome.state,
                    "verdict": outcome.verdict_class, "exit_code": outcome.exit_code,
-                   "reply_state": outcome.reply_state, "steps": outcome.steps,
+                   "reply_state": outcome.reply_state, "reply_notes": outcome.reply_notes,
+                   "headline": [h.as_dict() for h in outcome.headline], "why": outcome.outcome.why,
+                   "steps": outcome.steps,
                    "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
     else:
         print_outcome(out, outcome)
@@ -59,11 +61,15 @@ def review(
 def print_outcome(out, outcome, exit_status: bool = True) -> None:  # type: ignore[no-untyped-def]
     status = f" (exit status {outcome.exit_code})" if exit_status else ""
     out.print(f"run {outcome.run_id}: {outcome.verdict_class}{status}")
+    for change in outcome.headline:
+        out.print(f"  {change.line()}", markup=False, highlight=False)
     if outcome.reply is None:
         out.print("no reply: " + (next((s["error"] for s in outcome.steps if s["error"]), "")
-                                  or "nothing to report"))
+                                  or outcome.outcome.why), markup=False, highlight=False)
         return
-    out.print(f"reply ({outcome.reply_state}; `lorelab outbox list` shows it):")
+    for note in outcome.reply_notes:
+        out.print(note, markup=False, highlight=False)
+    out.print(f"this run's reply ({outcome.reply_state}; `lorelab outbox list` shows it):")
     out.print("-" * 72)
     sys.stdout.flush()
     sys.stdout.buffer.write(outcome.reply)

@@ -21,6 +21,7 @@ from bot.cli.database import open_database
 from bot.cli.query import find_series
 from bot.db.models import Run, RunStep, SeriesVersion
 from bot.db.session import Database
+from bot.runs.findings import Headline, headline, run_campaigns, run_reply
 from bot.runs.lifecycle import PlanError, cancel_run, create_run, find_tree, resume_run, retest_run
 from bot.runs.outcome import outcome_of
 from bot.runs.states import FINISHED, RunState, StepState
@@ -52,10 +53,18 @@ def run_dict(session: Session, run: Run) -> dict[str, Any]:
     """`lorelab runs show --json`: the run, what it found, and its steps (stable keys, added
     never renamed)."""
     version = session.get(SeriesVersion, run.series_version_id)
-    outcome = outcome_of(session, run)
+    campaigns = run_campaigns(session, run)
+    outcome = outcome_of(session, run, campaigns)
+    reply = run_reply(session, run)
     return {
         "id": run.id, "kind": run.kind, "state": run.state, "tree": run.tree,
-        "outcome": outcome.label, "why": outcome.why,
+        "outcome": outcome.label, "why": outcome.why, "exit_code": outcome.exit_code,
+        "headline": [h.as_dict() for h in headline(campaigns)],
+        "campaigns": [c.id for c in campaigns],
+        "reply": None if reply.reply is None else {
+            "id": reply.reply.id, "message_id": reply.reply.message_id,
+            "state": reply.reply.state, "reason": reply.reply.reason},
+        "reply_notes": reply.notes(),
         "series_version_id": run.series_version_id,
         "series_id": version.series_id if version else None,
         "version": version.version if version else None,
@@ -140,15 +149,24 @@ def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
         time.sleep(poll)
 
 
-def _finish(db: Database, run_id: int, as_json: bool, waited: bool) -> None:
+def _finish(db: Database, run_id: int, as_json: bool, waited: bool,
+            show_reply: bool = False) -> None:
     with db.session() as session:
         run = session.get(Run, run_id)
         assert run is not None
         data = run_dict(session, run)
+        reply = run_reply(session, run).reply
+        raw = bytes(reply.raw) if reply is not None else None
     if as_json:
-        emit_json(data)
+        emit_json(data | ({"reply_text": raw.decode("utf-8", "replace") if raw else None}
+                          if show_reply else {}))
     else:
         _print_run(data)
+        if show_reply and raw:
+            out = stdout_console()
+            out.print("this run's reply:")
+            out.print("-" * 72)
+            out.print(raw.decode("utf-8", "replace"), markup=False, highlight=False)
     if waited and data["state"] == RunState.FAILED:
         raise typer.Exit(1)
 
@@ -158,6 +176,17 @@ def _print_run(data: dict[str, Any]) -> None:
     out.print(f"run {data['id']} ({data['kind']}) {data['state']}: series {data['series_id']} "
               f"v{data['version']} {data['title']!r} on {data['tree']}")
     out.print(f"  outcome: {data['outcome']} ({data['why']})", markup=False, highlight=False)
+    for change in data["headline"]:
+        out.print(f"    {Headline.from_dict(change).line()}", markup=False, highlight=False)
+    if data["campaigns"]:
+        ids = " ".join(str(c) for c in data["campaigns"])
+        out.print(f"  lab campaigns: {ids} (`lorelab analyze {data['id']}` judges them again)")
+    if data["reply"]:
+        out.print(f"  reply: <{data['reply']['message_id']}> ({data['reply']['state']}; "
+                  f"`lorelab outbox show {data['reply']['id']}`)", markup=False,
+                  highlight=False)
+    for note in data["reply_notes"]:
+        out.print(f"    {note}", markup=False, highlight=False)
     if data["base_commit"]:
         out.print(f"  base {data['base_commit'][:12]} ({data['base_reason']})")
     if data["patched_commit"]:
@@ -206,9 +235,12 @@ def runs_list(
     if as_json:
         emit_json(rows)
         return
-    table = Table("run", "kind", "state", "outcome", "series", "tree", "base", "steps")
+    table = Table("run", "kind", "state", "outcome", "headline", "series", "tree", "base",
+                  "steps")
     for row in rows:
+        changes = [Headline.from_dict(h) for h in row["headline"]]
         table.add_row(str(row["id"]), row["kind"], row["state"], row["outcome"],
+                      "\n".join(h.short() for h in changes),
                       f"{row['series_id']} v{row['version']}", row["tree"],
                       (row["base_commit"] or "")[:12],
                       " ".join(f"{s['name']}:{s['state']}" for s in row["steps"]))
@@ -245,7 +277,7 @@ def retest_command(run_id: int = typer.Argument(..., help="The run to do again."
         new_id = retest_run(session, run, trigger="retest").id
     if not as_json:
         console.print(f"run {new_id}: a retest of run {run_id}")
-    _send(db, new_id, wait, as_json)
+    _send(db, new_id, wait, as_json, show_reply=True)
 
 
 def _run(session: Session, run_id: int) -> Run:
@@ -255,13 +287,14 @@ def _run(session: Session, run_id: int) -> Run:
     return run
 
 
-def _send(db: Database, run_id: int, wait: bool, as_json: bool) -> None:
+def _send(db: Database, run_id: int, wait: bool, as_json: bool,
+          show_reply: bool = False) -> None:
     """Dispatch the run's unfinished steps, wait for them if asked (eager: they ran), show it."""
     _dispatch(db, run_id)
     eager = not settings().celery.broker_url
     if wait and not eager:
         _wait(db, run_id, quiet=as_json)
-    _finish(db, run_id, as_json, waited=wait or eager)
+    _finish(db, run_id, as_json, waited=wait or eager, show_reply=show_reply)
 
 
 @runs_app.command("cancel")

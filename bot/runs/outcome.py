@@ -34,14 +34,20 @@ class Outcome(StrEnum):
     NOT_TESTED = "not benchmarked"  # lorelab could not test it: not the series' fault
     IMPROVEMENT = "improvement"
     REGRESSION = "regression"
-    NO_CHANGE = "no change"
+    NO_CHANGE = "no change"  # every main metric shown not to change by delta or more
+    INCONCLUSIVE = "inconclusive"  # lorelab could not tell: never written "no change"
+    REPORT_FAILED = "report failed"  # benchmarked, but no reply could be written
 
 
 # Exit statuses of `lorelab review` (README, "The main job").
 EXIT_CODES = {
     Outcome.NO_CHANGE: 0, Outcome.IMPROVEMENT: 10, Outcome.REGRESSION: 11,
     Outcome.NOT_APPLIED: 12, Outcome.NOT_BUILT: 13, Outcome.NOT_TESTED: 14, Outcome.STOPPED: 14,
+    Outcome.INCONCLUSIVE: 15, Outcome.REPORT_FAILED: 16,
 }
+# Main-metric verdicts (bot.analysis.verdict.Verdict values) that show the absence of a change
+# of interest; any other verdict that is not a change leaves the run inconclusive.
+NO_CHANGE_VERDICTS = frozenset({"no change", "identical", "smaller than delta"})
 
 
 class StepView(Protocol):
@@ -73,7 +79,21 @@ _UNFINISHED = (StepState.QUEUED, StepState.RUNNING)
 def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
            verdicts: Iterable[str] = ()) -> RunOutcome:
     """The outcome of a run of `kind` (apply, build, review) in `run_state` whose steps are
-    `steps` by name; `verdicts` are the main metrics' verdicts of its finished campaigns."""
+    `steps` by name; `verdicts` are the main metrics' verdicts of its finished campaigns.
+
+    A review whose report step failed is REPORT_FAILED, whatever the benchmarks found: the
+    run's product is its reply, and a run without one must not read as a quiet finding."""
+    found = _decide(kind, run_state, steps, verdicts)
+    report = steps.get("report")
+    if kind == "review" and report is not None and report.state == StepState.FAILED:
+        return RunOutcome(Outcome.REPORT_FAILED,
+                          f"no reply: {report.error or 'the report step failed'} "
+                          f"(the run found: {found.label})")
+    return found
+
+
+def _decide(kind: str, run_state: str, steps: Mapping[str, StepView],
+            verdicts: Iterable[str]) -> RunOutcome:
     stopped = run_state in STOPPED
 
     def unfinished(name: str) -> RunOutcome | None:
@@ -110,11 +130,23 @@ def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
     bench = steps["bench"]
     if bench.state != StepState.DONE:
         return RunOutcome(Outcome.NOT_TESTED, f"the benchmarks did not run: {bench.error}")
-    found = set(verdicts)
+    finding, why = benchmark_finding(verdicts)
+    return RunOutcome(finding, why, BENCHMARK_REPLY)
+
+
+def benchmark_finding(verdicts: Iterable[str]) -> tuple[Outcome, str]:
+    """What benchmarks found from their main metrics' verdicts: any regression, else any
+    improvement, else no change when every metric earned it, else inconclusive."""
+    found = list(verdicts)
     for verdict in (Outcome.REGRESSION, Outcome.IMPROVEMENT):
         if verdict.value in found:
-            return RunOutcome(verdict, "benchmarked", BENCHMARK_REPLY)
-    return RunOutcome(Outcome.NO_CHANGE, "benchmarked", BENCHMARK_REPLY)
+            return verdict, "benchmarked"
+    if found and all(v in NO_CHANGE_VERDICTS for v in found):
+        return Outcome.NO_CHANGE, "benchmarked"
+    undecided = sum(v not in NO_CHANGE_VERDICTS for v in found)
+    return Outcome.INCONCLUSIVE, (
+        f"benchmarked; {undecided} of {len(found)} main metrics could not be told from noise"
+        if found else "benchmarked, but no main metric was judged")
 
 
 def _built(step: StepView) -> bool:

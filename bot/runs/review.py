@@ -21,14 +21,14 @@ from bot.benchmarks.spec import from_spec
 from bot.config import Settings
 from bot.config.lab_hosts import find_host
 from bot.config.sections import TreeSettings
-from bot.db.models import Message, OutboxReply, Patch, Run, SeriesVersion
+from bot.db.models import Message, Patch, Run, SeriesVersion
 from bot.db.session import Database
 from bot.ingest.sources import RawMail, iter_mbox
 from bot.ingest.store import IngestSummary, ingest
 from bot.mail import parse_message
+from bot.runs.findings import Headline, headline, run_campaigns, run_reply
 from bot.runs.lifecycle import PlanError, create_run, find_tree
 from bot.runs.outcome import RunOutcome, outcome_of
-from bot.runs.records import ReportRecord
 from bot.runs.states import FINISHED, StepState
 from bot.runs.suites import suite_for
 from bot.runs.taskqueue import dispatch
@@ -48,8 +48,10 @@ class ReviewOutcome:
     version: int
     state: str  # the run's state
     outcome: RunOutcome
-    reply: bytes | None  # the reply as stored in the outbox (sent or waiting)
+    reply: bytes | None  # this run's reply as stored in the outbox (sent or waiting)
     reply_state: str | None
+    reply_notes: list[str] = field(default_factory=list)  # earlier replies to this version
+    headline: list[Headline] = field(default_factory=list)  # main metrics' changes
     ingest: IngestSummary = field(default_factory=IngestSummary)
     steps: list[dict[str, Any]] = field(default_factory=list)
 
@@ -185,13 +187,15 @@ def run_outcome(db: Database, run_id: int) -> ReviewOutcome:
         assert run is not None
         version = session.get(SeriesVersion, run.series_version_id)
         assert version is not None
-        report = next((s for s in run.steps if s.name == "report"), None)
-        reply_id = ReportRecord.from_step(report).reply
-        row = session.get(OutboxReply, reply_id) if reply_id else None
+        found = run_reply(session, run)
+        row = found.reply
+        campaigns = run_campaigns(session, run)
         return ReviewOutcome(
             run_id=run.id, series_version_id=version.id, title=version.title,
-            version=version.version, state=run.state, outcome=outcome_of(session, run),
+            version=version.version, state=run.state,
+            outcome=outcome_of(session, run, campaigns),
             reply=bytes(row.raw) if row else None, reply_state=row.state if row else None,
+            reply_notes=found.notes(), headline=headline(campaigns),
             steps=[{"name": s.name, "state": s.state, "error": s.error,
                     "seconds": (s.finished_at - s.started_at).total_seconds()
                     if s.finished_at and s.started_at else None} for s in run.steps])

@@ -16,7 +16,7 @@ def test_demo_reviews_the_series_end_to_end_and_leaves_the_reply_in_the_outbox(t
     lorelab = Lorelab(tmp_path, "")
     data = tmp_path / "data"
     proc = lorelab.run("demo", "--json", check=False, LORELAB_DATA_DIR=str(data))
-    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.returncode == 0, proc.stderr.decode()  # the demo succeeded, whatever it found
     import json
 
     result = json.loads(proc.stdout)
@@ -26,7 +26,7 @@ def test_demo_reviews_the_series_end_to_end_and_leaves_the_reply_in_the_outbox(t
     assert all(s["state"] == "done" for s in result["steps"]), result["steps"]
     # The batching series makes the simulator faster; on a loaded machine the rule may
     # still be undecided, but it must never call it a regression.
-    assert result["verdict"] in ("improvement", "no change")
+    assert result["verdict"] in ("improvement", "no change", "inconclusive")
     reply = result["reply"]
     assert reply.startswith("From: lorelab") or "\nFrom: lorelab" in reply
     assert "reclaim-sim.throughput" in reply and "b4 am " in reply

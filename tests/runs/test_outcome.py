@@ -44,7 +44,12 @@ BENCH = {
 }
 VERDICTS = {"regression": ["no change", "regression", "improvement"],
             "improvement": ["improvement", "no change"], "no change": ["no change"],
-            "none": []}
+            "could not tell": ["no change", "inconclusive"], "none": []}
+REPORT = {
+    "queued": Step("queued"),
+    "done": Step("done", {"reply": 1}),
+    "failed": Step("failed", {}, "ValueError: the benchmark tables do not fit"),
+}
 
 # (apply, base build, patched build, bench) -> the outcome a maintainer expects.
 EXPECTED_SHAPES = {
@@ -71,15 +76,18 @@ def expected(apply: str, base: str, patched: str, bench: str, verdicts: str) -> 
         return Outcome.PENDING
     if bench != "done":
         return Outcome.NOT_TESTED
-    return {"regression": Outcome.REGRESSION, "improvement": Outcome.IMPROVEMENT}.get(
-        verdicts, Outcome.NO_CHANGE)
+    # "no change" is earned: metrics that could not be told from noise, or no metric at all,
+    # leave the run inconclusive (exit 15), never "no change" (exit 0).
+    return {"regression": Outcome.REGRESSION, "improvement": Outcome.IMPROVEMENT,
+            "no change": Outcome.NO_CHANGE}.get(verdicts, Outcome.INCONCLUSIVE)
 
 
 REPLIES = {Outcome.NOT_APPLIED: DOES_NOT_APPLY, Outcome.NOT_BUILT: BUILD_FAILURE,
            Outcome.IMPROVEMENT: BENCHMARK, Outcome.REGRESSION: BENCHMARK,
-           Outcome.NO_CHANGE: BENCHMARK}
+           Outcome.NO_CHANGE: BENCHMARK, Outcome.INCONCLUSIVE: BENCHMARK}
 EXITS = {Outcome.NO_CHANGE: 0, Outcome.IMPROVEMENT: 10, Outcome.REGRESSION: 11,
-         Outcome.NOT_APPLIED: 12, Outcome.NOT_BUILT: 13, Outcome.NOT_TESTED: 14}
+         Outcome.NOT_APPLIED: 12, Outcome.NOT_BUILT: 13, Outcome.NOT_TESTED: 14,
+         Outcome.INCONCLUSIVE: 15, Outcome.REPORT_FAILED: 16}
 
 CASES = list(itertools.product(APPLY, BUILD, BUILD, BENCH, VERDICTS))
 
@@ -98,6 +106,16 @@ def test_every_combination_of_a_review_run_has_one_agreeing_outcome(
     assert outcome.exit_code == EXITS.get(want)
     assert outcome.label == want.value
     assert outcome.why
+
+
+@pytest.mark.parametrize("verdicts", list(VERDICTS))
+def test_a_failed_report_step_is_a_failed_run_whatever_was_found(verdicts: str) -> None:
+    steps = {"apply": APPLY["applied"], "build-base": BUILD["built"],
+             "build-patched": BUILD["built"], "bench": BENCH["done"], "report": REPORT["failed"]}
+    outcome = decide("review", RunState.FAILED, steps, VERDICTS[verdicts])
+    assert (outcome.outcome, outcome.exit_code) == (Outcome.REPORT_FAILED, 16)
+    assert "do not fit" in outcome.why
+    assert expected("applied", "built", "built", "done", verdicts).value in outcome.why
 
 
 def test_the_base_not_building_is_not_blamed_on_the_series() -> None:

@@ -32,6 +32,8 @@ def compose_benchmark_reply(ctx: BenchmarkReplyContext, options: ReplyOptions) -
         options=options,
         blocks=benchmark_body(ctx),
         series_version_id=ctx.series.series_version_id,
+        version=ctx.series.version,
+        run_id=ctx.series.run_id,
         anchor=ctx.series.anchor_msgid or ctx.parent.msgid,
     )
 

@@ -62,6 +62,8 @@ def _compose(
         options=options,
         blocks=blocks,
         series_version_id=series.series_version_id,
+        version=series.version,
+        run_id=series.run_id,
         anchor=series.anchor_msgid or parent.msgid,
     )
 

@@ -58,7 +58,8 @@ def answered_message(version: SeriesVersion) -> Message:
     return version.patches[0].message
 
 
-def series_info(version: SeriesVersion, status_url: str = "") -> SeriesInfo:
+def series_info(version: SeriesVersion, status_url: str = "",
+                run_id: int | None = None) -> SeriesInfo:
     return SeriesInfo(
         title=version.title,
         version=version.version,
@@ -67,6 +68,7 @@ def series_info(version: SeriesVersion, status_url: str = "") -> SeriesInfo:
         status_url=status_url,
         series_version_id=version.id,
         anchor_msgid=version.anchor_msgid,
+        run_id=run_id,
     )
 
 

@@ -59,6 +59,7 @@ class SeriesInfo:
     # The message-id that identifies this posting (SeriesVersion.anchor_msgid); the reply's
     # Message-ID is derived from it, so it must not change between retries.
     anchor_msgid: str = ""
+    run_id: int | None = None  # the run whose reply this is (part of the reply's Message-ID)
 
     def describe(self) -> str:
         """E.g. '"mm: foo" (v2, 3 patches)'."""

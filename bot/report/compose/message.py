@@ -46,16 +46,25 @@ def references_for(parent: ParentMessage) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def reply_message_id(domain: str, kind: str, series_version_id: int | None, anchor: str) -> str:
-    """The Message-ID (without brackets) of the reply of `kind` to one series version.
+def reply_message_id(domain: str, kind: str, series_version_id: int | None, anchor: str,
+                     *, version: int | None = None, run_id: int | None = None) -> str:
+    """The Message-ID (without brackets) of the reply of `kind` to one series version, made
+    by run `run_id` (None for replies no run makes, such as command answers).
 
-    The digest of the anchor keeps ids unique across databases (a restored or new database
-    reuses version ids); the version id and kind keep them readable in logs.
+    The same run's reply always gets the same id (a repeated report step finds it stored); a
+    new run of the same version (a retest) gets its own. The digest of the anchor keeps ids
+    unique across databases (a restored or new database reuses row ids); the posted version
+    number ("v2") and the run keep them readable in logs.
     """
-    digest = hashlib.sha256(f"{kind}\0{series_version_id}\0{anchor}".encode()).hexdigest()[:12]
-    version = f".v{series_version_id}" if series_version_id is not None else ""
+    key = f"{kind}\0{series_version_id}\0{anchor}" + (f"\0{run_id}" if run_id is not None else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    parts = [kind]
+    if version is not None:
+        parts.append(f"v{version}")
+    if run_id is not None:
+        parts.append(f"r{run_id}")
     # Short enough that "Message-ID: <...>" stays on one line for domains up to 25 characters.
-    return f"{kind}{version}.{digest}@{domain}"
+    return ".".join([*parts, digest]) + f"@{domain}"
 
 
 def reply_recipients(
@@ -106,12 +115,15 @@ def compose_reply(
     blocks: Sequence[Block],
     series_version_id: int | None,
     anchor: str,
+    version: int | None = None,
+    run_id: int | None = None,
 ) -> ComposedReply:
     """The whole message: headers from the parent and options, the body from `blocks`."""
     identity = options.identity
     opt_out = OptOutList(options.opt_out)
     cc = reply_recipients(parent, author, bot=identity.sender, opt_out=opt_out, cap=options.cc_cap)
-    message_id = reply_message_id(identity.domain, kind, series_version_id, anchor)
+    message_id = reply_message_id(identity.domain, kind, series_version_id, anchor,
+                                  version=version, run_id=run_id)
     body = render_body(blocks, identity.signature_lines())
 
     message = EmailMessage(policy=MAIL_POLICY)

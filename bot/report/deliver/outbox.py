@@ -10,8 +10,10 @@ States of a reply (OutboxReply.state):
     suppressed: by policy at enqueue (list not allow-listed, opt-out, disabled kind) or superseded
     failed: refused by the server, or transient failures max_attempts times
 
-Exactly once. The Message-ID is derived from (kind, series version, anchor), so composing the same
-reply twice gives the same id and `enqueue` returns the stored row instead of a second one. A
+Exactly once. The Message-ID is derived from (kind, series version, anchor, run), so composing the
+same reply twice gives the same id and `enqueue` returns the stored row instead of a second one.
+A second run of the same version (a retest) composes a reply of its own, which waits for approval
+when one of its kind for that version went out already (`ONE_PER_VERSION`). A
 'sent' reply is never sent again by anything. A sender claims a reply with a compare-and-set
 UPDATE and a token (host:pid:nonce) and commits before it connects; every later step is
 conditional on that token, so a sender that outlived its lease cannot deliver a reply another
@@ -44,8 +46,11 @@ from sqlalchemy.orm import Session
 from bot.config.report import ReportSettings
 from bot.db.models import Message, OutboxReply, utcnow
 from bot.report.compose.message import ComposedReply
-from bot.report.deliver.policy import OptOutList, admit
+from bot.report.deliver.policy import Admission, OptOutList, admit
 
+# Reply kinds a run writes about one series version (benchmark, build failure, does not apply):
+# one of each goes to the list per version, unless a maintainer approves another.
+ONE_PER_VERSION = ("benchmark", "build-failure", "does-not-apply")
 PENDING_APPROVAL = "pending-approval"
 QUEUED = "queued"
 SENDING = "sending"
@@ -96,6 +101,13 @@ def enqueue(
         moderation=settings.moderation,
         disabled_kinds=disabled,
     )
+    earlier = _earlier_reply(session, reply)
+    if earlier is not None and admission.state in (QUEUED, PENDING_APPROVAL):
+        # A retest of a version already answered: its reply is kept and shown, but one version
+        # gets one reply on the list unless a maintainer asks for the second.
+        admission = Admission(PENDING_APPROVAL, (
+            f"an earlier {reply.kind} reply for this version, <{earlier.message_id}>, is "
+            f"{earlier.state}: approve this one to send it too"))
     now = now or utcnow()
     row = OutboxReply(
         message_id=reply.message_id,
@@ -123,6 +135,28 @@ def enqueue(
             raise
         return stored, False
     return row, True
+
+
+def _earlier_reply(session: Session, reply: ComposedReply) -> OutboxReply | None:
+    """A reply of the same kind to the same series version that went out or will, if any."""
+    if reply.kind not in ONE_PER_VERSION or reply.series_version_id is None:
+        return None
+    return session.scalar(
+        sa.select(OutboxReply)
+        .where(OutboxReply.series_version_id == reply.series_version_id,
+               OutboxReply.kind == reply.kind,
+               OutboxReply.state.notin_((SUPPRESSED, REJECTED, FAILED)))
+        .order_by(OutboxReply.id).limit(1))
+
+
+def earlier_replies(session: Session, row: OutboxReply) -> list[OutboxReply]:
+    """Replies of `row`'s kind to its series version stored before it (a re-review's
+    predecessors), oldest first."""
+    return list(session.scalars(
+        sa.select(OutboxReply)
+        .where(OutboxReply.series_version_id == row.series_version_id,
+               OutboxReply.kind == row.kind, OutboxReply.id < row.id)
+        .order_by(OutboxReply.id)))
 
 
 def find_by_message_id(session: Session, message_id: str) -> OutboxReply | None:
