@@ -12,7 +12,9 @@ The rules are b4's:
 - every leading `[...]` group is split into words (on whitespace and, beyond b4, on commas, so
   `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
   `N/M` counters, `vN` version, `RFC*`, `RESEND*`, `PATCH*`; `[PATCHv3]` reads as `PATCH v3`
-  (and, beyond b4, `[RFCv2]` as `RFC v2`);
+  (and, beyond b4, `[RFCv2]` as `RFC v2`); beyond b4, Mercurial's `N of M` counters
+  (`hg email`: `[PATCH 1 of 2 V2]`) and a version in a group of its own after the counter
+  (`[PATCH 1/3][V2]`, which the loop over groups reads anyway);
 - anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
 """
 
@@ -29,6 +31,7 @@ _INNER_CLOSE = re.compile(r"\[([^]]*)]([^\[\]]*)]")
 _GROUP = re.compile(r"\[([^]]*)]\s*")
 _GLUED_VERSION = re.compile(r"(patch|rfc)(v\d+)", re.I)  # [PATCHv3]
 _COUNTERS = re.compile(r"(\d{1,4})/(\d{1,4})")
+_HG_COUNTERS = re.compile(r"(?<!\S)(\d{1,4}) of (\d{1,4})(?!\S)", re.I)  # [PATCH 1 of 2]
 
 
 @functools.lru_cache(maxsize=4096)  # every reply in a thread repeats its subject
@@ -64,6 +67,8 @@ def parse_subject(raw: str) -> Subject:
         lowered = bracketed.lower()
         if "patchv" in lowered or "rfcv" in lowered:
             bracketed = _GLUED_VERSION.sub(r"\1 \2", bracketed)
+        if " of " in lowered:
+            bracketed = _HG_COUNTERS.sub(r"\1/\2", bracketed)
         for word in bracketed.replace(",", " ").split():
             chunk = word.strip(";")
             head = chunk[:1]

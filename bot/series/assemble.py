@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, lazyload, selectinload
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
-from bot.series.grouping import Posting, ThreadMessage, group_postings
+from bot.series.grouping import Posting, ThreadMessage, group_postings, series_title
 from bot.series.trailers import attribute_trailers
 
 # Patches sent with `git format-patch --no-thread` arrive as separate threads; numbered patches of
@@ -76,6 +76,7 @@ def _as_thread_message(row: Any) -> ThreadMessage:
         in_reply_to=row.in_reply_to,
         references=tuple(row.references or ()),
         author=row.from_email,
+        author_name=row.from_name,
         date=row.date,
         kind=row.kind,
         version=row.version,
@@ -312,9 +313,10 @@ def _store_posting(
     known.pending.update((m, version) for m in posting.members)
     series = version.series
     series.updated_at = utcnow()
-    if version.version >= max((v.version for v in series.versions), default=0):
-        series.title = version.title
-        series.title_key = title_key(version.title)
+    series.title = series_title(
+        (v.version, v.cover_message_id is not None, v.date, v.title) for v in series.versions
+    )
+    series.title_key = title_key(series.title)
     if version.change_id and not series.change_id:
         series.change_id = version.change_id
     return version

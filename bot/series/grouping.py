@@ -2,17 +2,34 @@
 
 Real lists thread series in every way: replies to a cover letter (shallow), chains of replies
 (deep), no threading at all, a v2 threaded under v1, patches that arrive before their cover
-letter. The rule here: a patch belongs with the nearest ancestor that is a cover letter or patch
-of the same author and compatible version; the posting is named by the message-id at the top of
-that chain (its *anchor*), even when that message has not arrived yet. So the grouping converges
-to the same answer whatever order the messages come in.
+letter, `git send-email` run on a folder that still holds an older revision's files. The rules:
+
+1. A patch *continues* the message it replies to when that is its posting's cover letter or a
+   sibling patch: same author (address, or display name when the author wrote from another
+   address), same RESEND flag, and the same size (`N` in `i/N`) and version. A cover letter
+   also takes patches that forgot `-v` (the cover's version is then the posting's), but never
+   patches of a higher version: a new version threaded under the old cover letter is new.
+2. A chain of such messages is a posting, named (its *anchor*) by the message at its top.
+3. A chain whose top patch replies to a message that has not arrived yet hangs from it, and is
+   named by it: the cover letter arriving later finds its patches, whatever the order. Postings
+   of another version or size hanging from the same message are named by their first patch.
+4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
+   version's cover letter or patch, or to a review) are one posting per author, version, size
+   and RESEND flag, with the cover letter of that key that shares their parent or has no
+   patches of its own. A stray without a counter (`[PATCH]`) is a posting of its own: a fix-up
+   sent in reply to a numbered series is not its patch 1.
+
+`series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,7 @@ class ThreadMessage:
     total: int
     resend: bool
     title: str
+    author_name: str = ""  # the display name, as written
 
     @property
     def is_posting_part(self) -> bool:
@@ -41,6 +59,17 @@ class ThreadMessage:
         out = [self.in_reply_to] if self.in_reply_to else []
         out += [r for r in reversed(self.references) if r not in out and r != self.msgid]
         return out
+
+    @functools.cached_property
+    def hook(self) -> str | None:
+        """The message this one was sent in reply to."""
+        parents = self.parents()
+        return parents[0] if parents else None
+
+    @property
+    def key(self) -> tuple[int, int, bool]:
+        """What the parts of one posting share besides their author: version, size, RESEND."""
+        return (self.version, self.total, self.resend)
 
 
 @dataclass
@@ -74,80 +103,166 @@ class Posting:
         return self.cover is None and self.expected > 1 and len(self.patches) < self.expected
 
 
-def _joins(child: ThreadMessage, parent: ThreadMessage) -> bool:
-    """Whether `child` (a patch) continues the posting that `parent` belongs to."""
-    if not parent.is_posting_part or parent.author != child.author:
+def same_author(a: ThreadMessage, b: ThreadMessage) -> bool:
+    """One person: the same address, or the same display name (a work and a home address)."""
+    if a.author == b.author:
+        return True
+    name = _plain_name(a.author_name)
+    return bool(name) and name == _plain_name(b.author_name)
+
+
+def _plain_name(name: str) -> str:
+    name = " ".join(name.strip("\"' ").lower().split())
+    return "" if "@" in name else name
+
+
+def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
+    """Whether `patch` belongs to the posting of `parent`, the message it replies to (rule 1)."""
+    if not parent.is_posting_part or parent.resend != patch.resend:
         return False
-    if parent.resend != child.resend:
+    if not same_author(patch, parent):
         return False
     if parent.kind == "cover":
-        # A new version is often threaded under the old version's cover letter: that is not
-        # its cover. A cover whose version is higher than its patches' is (a forgotten -v).
-        return not (
-            child.version_explicit and parent.version_explicit and parent.version < child.version
-        )
-    # Patch under patch: the same posting only for numbered patches of one version.
+        if patch.version_explicit and patch.version > parent.version:
+            return False
+        if parent.counter == 0:  # [PATCH 0/N]
+            return patch.total == parent.total
+        return patch.total > 1  # a cover letter known by its diffstat takes numbered patches
     return (
-        parent.total == child.total > 1
-        and parent.counter != child.counter
-        and parent.version == child.version
+        parent.total == patch.total > 1
+        and parent.counter != patch.counter
+        and parent.version == patch.version
     )
+
+
+def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
+    return (msg.date or _NO_DATE, msg.counter, msg.msgid)
 
 
 def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     """Postings found among `messages` (usually one thread), in order of their dates."""
     by_id = {m.msgid: m for m in messages}
-    anchors: dict[str, str] = {}
-
-    def anchor_of(msg: ThreadMessage, seen: frozenset[str] = frozenset()) -> str:
-        if msg.msgid in anchors:
-            return anchors[msg.msgid]
-        result = msg.msgid
-        if msg.kind == "patch" and msg.msgid not in seen:
-            for pid in msg.parents():
-                parent = by_id.get(pid)
-                if parent is None:
-                    # Not here yet (or never archived): hang from it, so that the cover letter
-                    # arriving later finds its patches.
-                    result = pid
-                    break
-                if _joins(msg, parent):
-                    result = anchor_of(parent, seen | {msg.msgid})
-                break
-        anchors[msg.msgid] = result
-        return result
-
-    postings: dict[str, Posting] = {}
-    ordered = sorted(
-        (m for m in by_id.values() if m.is_posting_part),
-        key=lambda m: (m.date or dt.datetime.min.replace(tzinfo=dt.UTC), m.counter, m.msgid),
-    )
-    for msg in ordered:
-        anchor = anchor_of(msg)
-        posting = postings.get(anchor)
-        if posting is None:
-            posting = postings[anchor] = Posting(
-                anchor=anchor,
-                author=msg.author,
-                version=msg.version,
-                expected=msg.total,
-                resend=msg.resend,
-                date=msg.date,
-            )
-        if msg.kind == "cover" and msg.msgid == anchor:
-            posting.cover = msg.msgid
-        elif msg.kind == "patch":
-            if msg.counter in posting.patches:
-                # A patch sent twice in one posting: the later one wins (it was a correction).
-                posting.notes.append(
-                    f"patch {msg.counter}/{msg.total} was sent twice; using {msg.msgid}"
-                )
-            posting.patches[msg.counter] = msg.msgid
+    parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
+    chains = _chains(parts, by_id)
+    # Each chain: cover letters and root patches name their own posting (rule 2).
+    groups: dict[str, list[ThreadMessage]] = {}
+    hanging: dict[str, list[list[ThreadMessage]]] = {}
+    strays: list[list[ThreadMessage]] = []
+    for top, chain in chains.items():
+        head = by_id[top]
+        hook = head.hook
+        if head.kind == "cover" or hook is None:
+            groups[top] = chain
+        elif hook not in by_id:
+            _add_to_kin(hanging.setdefault(hook, []), chain)
+        elif head.total > 1:
+            _add_to_kin(strays, chain)
         else:
+            groups[top] = chain
+    for hook, kin_groups in hanging.items():
+        # Rule 3; other kinds of postings hanging from the same message are named by their first
+        # patch, so that a v1 and a v2 sent in reply to one missing cover letter stay apart.
+        kin_groups.sort(key=lambda g: _by_date(g[0]))
+        groups[hook] = kin_groups[0]
+        for group in kin_groups[1:]:
+            groups[_first_patch(group).msgid] = group
+    orphans = {a for a, g in groups.items() if len(g) == 1 and g[0].kind == "cover"}
+    for group in strays:
+        cover = _cover_for(group, [by_id[a] for a in sorted(orphans)], parts)
+        if cover is not None and cover.msgid in groups:
+            orphans.discard(cover.msgid)
+            groups[cover.msgid] = groups[cover.msgid] + group
+        else:
+            groups[_first_patch(group).msgid] = group
+    postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
+    return sorted(postings, key=lambda p: (p.date is None, p.date, p.anchor))
+
+
+def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict[str, list]:
+    """The messages of each chain of rule 1, by the msgid at its top, in order of date."""
+    up: dict[str, str] = {}
+    for msg in parts:
+        hook = msg.hook
+        parent = by_id.get(hook) if hook else None
+        if msg.kind != "patch" or parent is None or not _continues(msg, parent):
             continue
-    for posting in postings.values():
-        _settle(posting, by_id)
-    return sorted(postings.values(), key=lambda p: (p.date is None, p.date, p.anchor))
+        # A reference loop (malformed mail) would make a chain without a top: refuse the link.
+        step: str | None = parent.msgid
+        while step is not None and step != msg.msgid:
+            step = up.get(step)
+        if step is None:
+            up[msg.msgid] = parent.msgid
+    chains: dict[str, list[ThreadMessage]] = {}
+    for msg in parts:
+        top = msg.msgid
+        while top in up:
+            top = up[top]
+        chains.setdefault(top, []).append(msg)
+    return chains
+
+
+def _add_to_kin(kin_groups: list[list[ThreadMessage]], chain: list[ThreadMessage]) -> None:
+    """Put `chain` with the group of the same author and key, or start a group."""
+    head = chain[0]
+    for group in kin_groups:
+        if group[0].key == head.key and same_author(group[0], head):
+            group.extend(chain)
+            group.sort(key=_by_date)
+            return
+    kin_groups.append(list(chain))
+
+
+def _first_patch(group: list[ThreadMessage]) -> ThreadMessage:
+    return min(group, key=lambda m: (m.counter, *_by_date(m)))
+
+
+def _cover_for(
+    group: list[ThreadMessage], orphans: list[ThreadMessage], parts: list[ThreadMessage]
+) -> ThreadMessage | None:
+    """The cover letter of stray patches (rule 4): of their key, a sibling or one without
+    patches; failing that, an orphan they reply to whose count was wrong."""
+    head = group[0]
+    hooks = {m.hook for m in group}
+    kin = [
+        c
+        for c in parts
+        if c.kind == "cover" and c.counter == 0 and c.key == head.key and same_author(c, head)
+    ]
+    for cover in kin:
+        if cover.hook in hooks or cover in orphans:
+            return cover
+    for cover in orphans:
+        if (
+            cover.msgid in hooks
+            and same_author(cover, head)
+            and cover.resend == head.resend
+            and (not head.version_explicit or head.version == cover.version)
+        ):
+            return cover
+    return None
+
+
+def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> Posting:
+    first = group[0]
+    posting = Posting(
+        anchor=anchor,
+        author=by_id.get(anchor, first).author,
+        version=first.version,
+        expected=first.total,
+        resend=first.resend,
+    )
+    for msg in sorted(group, key=_by_date):
+        if msg.kind == "cover":
+            posting.cover = msg.msgid
+            continue
+        if msg.counter in posting.patches:
+            # A patch sent twice in one posting: the later one wins (it was a correction).
+            posting.notes.append(
+                f"patch {msg.counter}/{msg.total} was sent twice; using {msg.msgid}"
+            )
+        posting.patches[msg.counter] = msg.msgid
+    _settle(posting, by_id)
+    return posting
 
 
 def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:
@@ -177,3 +292,14 @@ def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:
     posting.date = min(dates) if dates else None
     if cover is not None and cover.resend:
         posting.resend = True
+
+
+def series_title(versions: Iterable[tuple[int, bool, dt.datetime | None, str]]) -> str:
+    """The title a series goes by, from its versions as (version, has a cover letter, date,
+    title): the newest cover letter's, else the newest version's. A cover-less version (a
+    single `[PATCH v2]` in reply to v1, a fix-up) is titled by its patch, not the series."""
+    titled = [v for v in versions if v[3]]
+    if not titled:
+        return ""
+    newest = max(titled, key=lambda v: (v[1], v[0], v[2] or _NO_DATE))
+    return newest[3]

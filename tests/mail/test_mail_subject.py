@@ -28,6 +28,17 @@ from bot.mail.subject import parse_subject
         ("[PATCH mm-unstable v2 1/2] mm: qux", dict(prefixes=("mm-unstable",), version=2)),
         ("[PATCH net-next,v2] net: x", dict(prefixes=("net-next",), version=2)),
         ("[PATCH [v2] 1/3] nested", dict(version=2, counter=1, total=3, title="nested")),
+        # The version in a group of its own after the counter (seen on vger lists).
+        ("[PATCH 1/3][V2] mm: late version",
+         dict(version=2, version_explicit=True, counter=1, total=3, title="mm: late version",
+              prefixes=())),
+        ("[PATCH 00/16] mm: zero-padded cover", dict(version=1, counter=0, total=16)),
+        # Mercurial's `hg email` counters, with its version flag.
+        ("[PATCH 1 of 2] hg: first", dict(counter=1, total=2, counters_explicit=True,
+                                          prefixes=(), title="hg: first")),
+        ("[PATCH 0 of 12 V2] hg: intro", dict(counter=0, total=12, version=2, prefixes=())),
+        ("[PATCH 2 OF 3] hg: upper case", dict(counter=2, total=3)),
+        ("[PATCH one of us] not a counter", dict(counter=1, total=1, counters_explicit=False)),
         ("Aw: [PATCH] german reply", dict(reply=True, patch=True, title="german reply")),
         ("SV: [PATCH] swedish reply", dict(reply=True, patch=True)),
         ("Fwd: [PATCH] forwarded", dict(reply=True, patch=True)),

@@ -10,15 +10,10 @@ import random
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import Series
-from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
-from bot.ingest.sources import RawMail
-from bot.ingest.store import IngestSummary, ingest
-from bot.series.views import series_dict
+from tests.series.mailing import all_series, msgs_id, only_series, store
 
 REVIEWER = ("Rita Reviewer", "rita@example.org")
 MAINTAINER = ("Andrew Maintainer", "akpm@example.org")
@@ -27,26 +22,6 @@ MAINTAINER = ("Andrew Maintainer", "akpm@example.org")
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tree(tmp_path_factory.mktemp("tree") / "linux")
-
-
-def store(
-    db: Database, messages: list[bytes], settings: IngestSettings, list_name: str = "linux-mm"
-) -> IngestSummary:
-    mails = [RawMail(m, f"test#{i}") for i, m in enumerate(messages)]
-    return ingest(db, mails, settings=settings, list_name=list_name)
-
-
-def all_series(db: Database) -> list[dict]:
-    with db.session() as session:
-        return [
-            series_dict(session, s) for s in session.scalars(sa.select(Series).order_by(Series.id))
-        ]
-
-
-def only_series(db: Database) -> dict:
-    found = all_series(db)
-    assert len(found) == 1, [s["title"] for s in found]
-    return found[0]
 
 
 def test_cover_letter_and_shallow_threading(db, tree, ingest_settings):
@@ -67,13 +42,6 @@ def test_cover_letter_and_shallow_threading(db, tree, ingest_settings):
     assert {f for p in v1["patches"] for f in p["files"]} <= {
         "mm/vmscan.c", "mm/swap.c", "mm/workingset.c", "include/linux/mmzone.h",
     }
-
-
-def msgs_id(raw: bytes) -> str:
-    for line in raw.decode().splitlines():
-        if line.lower().startswith("message-id:"):
-            return line.split(":", 1)[1].strip().strip("<>")
-    raise AssertionError("no Message-ID")
 
 
 @pytest.mark.parametrize("threading", ["shallow", "deep", "none"])

@@ -1,0 +1,82 @@
+"""Posting threads into a test database and reading back what `lorelab series show` shows.
+
+Also what `git send-email` does to `git format-patch` files that carry no threading headers
+(`format-patch --no-thread`, or files from another run): a fresh Message-ID and Date per mail,
+and every mail threaded under the first one sent (send-email's default, `--no-chain-reply-to`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import email.utils
+import re
+
+import sqlalchemy as sa
+
+from bot.config import IngestSettings
+from bot.db.models import Series
+from bot.db.session import Database
+from bot.ingest.sources import RawMail
+from bot.ingest.store import IngestSummary, ingest
+from bot.series.views import series_dict
+
+
+def store(
+    db: Database, messages: list[bytes], settings: IngestSettings, list_name: str = "linux-mm"
+) -> IngestSummary:
+    mails = [RawMail(m, f"test#{i}") for i, m in enumerate(messages)]
+    return ingest(db, mails, settings=settings, list_name=list_name)
+
+
+def all_series(db: Database) -> list[dict]:
+    with db.session() as session:
+        return [
+            series_dict(session, s) for s in session.scalars(sa.select(Series).order_by(Series.id))
+        ]
+
+
+def only_series(db: Database) -> dict:
+    found = all_series(db)
+    assert len(found) == 1, [s["title"] for s in found]
+    return found[0]
+
+
+def msgs_id(raw: bytes) -> str:
+    """The Message-ID of a raw mail, without angle brackets."""
+    return header(raw, "Message-ID").strip("<>")
+
+
+def header(raw: bytes, name: str) -> str:
+    head = raw.split(b"\n\n", 1)[0].decode()
+    match = re.search(rf"^{re.escape(name)}:[ \t]*(.*(?:\n[ \t].*)*)", head, re.M | re.I)
+    if match is None:
+        raise AssertionError(f"no {name}")
+    return " ".join(match[1].split())
+
+
+def with_header(raw: bytes, name: str, value: str | None) -> bytes:
+    """`raw` with header `name` set to `value` (added after Subject if missing), or removed."""
+    head, body = raw.split(b"\n\n", 1)
+    field = rf"^{re.escape(name)}:.*\n(?:[ \t].*\n)*"
+    text = re.sub(field, "", head.decode() + "\n", flags=re.M | re.I)
+    if value is not None:
+        subject = r"^(Subject:.*\n(?:[ \t].*\n)*)"
+        text = re.sub(subject, rf"\g<1>{name}: {value}\n", text, flags=re.M)
+    return text.rstrip("\n").encode() + b"\n\n" + body
+
+
+def send_email(files: list[bytes], start: dt.datetime, domain: str = "example.org") -> list[bytes]:
+    """`git send-email files...` as it sends unthreaded files: in the order given, a second
+    apart, each with a new Message-ID, all in reply to the first."""
+    sent: list[bytes] = []
+    first = ""
+    for i, raw in enumerate(files):
+        when = start + dt.timedelta(seconds=i)
+        msgid = f"<{when:%Y%m%d%H%M%S}.{i}-send-email@{domain}>"
+        raw = with_header(raw, "Date", email.utils.format_datetime(when))
+        raw = with_header(raw, "Message-ID", msgid)
+        raw = with_header(raw, "In-Reply-To", first or None)
+        raw = with_header(raw, "References", first or None)
+        first = first or msgid
+        sent.append(raw)
+    return sent

@@ -1,0 +1,97 @@
+"""The grouping rules on their own (no database): threads shaped as real archives have them."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+import random
+
+from bot.series.grouping import ThreadMessage, group_postings, series_title
+
+START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
+_clock = itertools.count()
+
+
+def msg(msgid: str, reply: str | None = None, *, kind: str = "patch", counter: int = 1,
+        total: int = 1, version: int = 1, explicit: bool = False, author: str = "ada@example.org",
+        name: str = "Ada Reclaim", refs: tuple[str, ...] = ()) -> ThreadMessage:
+    return ThreadMessage(
+        msgid=msgid, in_reply_to=reply, references=refs or ((reply,) if reply else ()),
+        author=author, author_name=name, date=START + dt.timedelta(minutes=next(_clock)),
+        kind=kind, version=version, version_explicit=explicit, counter=counter, total=total,
+        resend=False, title=f"title of {msgid}",
+    )
+
+
+def cover(msgid: str, total: int, **kw) -> ThreadMessage:
+    return msg(msgid, kind="cover", counter=0, total=total, **kw)
+
+
+def series(prefix: str, n: int, reply: str | None = None, **kw) -> list[ThreadMessage]:
+    """A cover letter and n patches replying to it (shallow threading)."""
+    head = cover(f"{prefix}0", n, reply=reply, **kw)
+    return [head] + [msg(f"{prefix}{i}", head.msgid, counter=i, total=n, **kw)
+                     for i in range(1, n + 1)]
+
+
+def found(messages: list[ThreadMessage]) -> list[tuple]:
+    return [(p.version, p.cover, p.members) for p in group_postings(messages)]
+
+
+def test_a_patch_from_another_person_is_not_part_of_the_series():
+    thread = series("a", 2)
+    thread.append(msg("b2", "a0", counter=2, total=2, author="rita@example.org", name="Rita"))
+    assert found(thread)[0] == (1, "a0", ["a0", "a1", "a2"])
+    # One person is one address, or one display name; another address and no name is not.
+    unnamed = dataclasses.replace(thread[2], author_name="")
+    assert found([*thread[:2], unnamed])[0] == (1, "a0", ["a0", "a1", "a2"])
+    elsewhere = dataclasses.replace(unnamed, author="ada@home.example")
+    assert found([*thread[:2], elsewhere])[0] == (1, "a0", ["a0", "a1"])
+
+
+def test_a_partial_reroll_replying_patch_by_patch_is_one_posting():
+    v1 = series("a", 3)
+    v2 = [msg(f"b{i}", f"a{i}", counter=i, total=3, version=2, explicit=True)
+          for i in range(1, 4)]
+    assert found(v1 + v2) == [(1, "a0", ["a0", "a1", "a2", "a3"]), (2, None, ["b1", "b2", "b3"])]
+
+
+def test_versions_hanging_from_a_missing_cover_letter_stay_apart_in_any_order():
+    v1 = series("a", 2)[1:]  # the cover letter a0 never arrived
+    v2 = [msg(f"b{i}", "a0", counter=i, total=3, version=2, explicit=True) for i in (1, 2, 3)]
+    expected = [(1, None, ["a1", "a2"]), (2, None, ["b1", "b2", "b3"])]
+    for seed in range(5):
+        thread = v1 + v2
+        random.Random(seed).shuffle(thread)
+        assert found(thread) == expected
+    assert [p.anchor for p in group_postings(v1 + v2)] == ["a0", "b1"]
+
+
+def test_a_cover_letter_known_by_its_diffstat_takes_numbered_patches_only():
+    head = msg("a0", kind="cover")  # "[PATCH] mm: foo" with a diffstat and no diff
+    thread = [head, msg("a1", "a0", counter=1, total=2), msg("a2", "a0", counter=2, total=2),
+              msg("fix", "a0")]
+    assert found(thread) == [(1, "a0", ["a0", "a1", "a2"]), (1, None, ["fix"])]
+
+
+def test_a_cover_letter_that_miscounts_keeps_its_patches():
+    # The cover letter says 0/4, the patches were regenerated as x/5.
+    thread = [cover("a0", 4)] + [msg(f"a{i}", "a0", counter=i, total=5) for i in range(1, 6)]
+    assert found(thread) == [(1, "a0", ["a0", "a1", "a2", "a3", "a4", "a5"])]
+
+
+def test_a_reference_loop_does_not_hang():
+    a = msg("a1", "a2", counter=1, total=2)
+    b = msg("a2", "a1", counter=2, total=2)
+    postings = group_postings([a, b])
+    assert sorted(m for p in postings for m in p.members) == ["a1", "a2"]
+
+
+def test_series_title_prefers_the_newest_cover_letter():
+    v1 = (1, True, START, "mm: the series")
+    v2 = (2, False, START + dt.timedelta(days=7), "mm/vmscan: one patch of it")
+    assert series_title([v1, v2]) == "mm: the series"
+    assert series_title([v1, v2, (3, True, None, "mm: renamed")]) == "mm: renamed"
+    assert series_title([v2]) == "mm/vmscan: one patch of it"
+    assert series_title([]) == ""
