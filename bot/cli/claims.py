@@ -3,9 +3,9 @@
 FILE is a message on disk: RFC 822, or a body with reduced headers (see
 `bot.analysis.claims.input`). Anything else with an '@' is taken as a Message-ID and read from
 the database; `--thread` then reads every stored message of its thread, oldest first, and leaves
-out quoted copies of claims already shown. `--json` prints `MessageClaims.to_dict()` (shape in
-`bot.analysis.claims`), or for a thread {"format": "lorelab-claims-thread/1", "msgid": str,
-"messages": [MessageClaims.to_dict(), ...]}.
+out quoted copies of claims already shown. `--json` prints `MessageClaims.to_dict()` (format
+"lorelab-claims/2", docs/claims.md), or for a thread {"format": "lorelab-claims-thread/1",
+"msgid": str, "messages": [MessageClaims.to_dict(), ...]}.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from rich.table import Table
 
 from bot.analysis.claims import JudgedClaim, MessageClaims, analyse_message, drop_repeated_quotes
 from bot.analysis.claims.input import MessageText, read_message_text
+from bot.analysis.claims.message import unreadable_message
 from bot.cli.context import UserError, emit_json
 
 THREAD_FORMAT = "lorelab-claims-thread/1"
@@ -31,6 +32,7 @@ STATUS_STYLE = {
     "no-data": "yellow",
     "see-table": "bold",
     "no-comparison": "dim",
+    "needs-runs": "yellow",
 }
 
 
@@ -83,6 +85,10 @@ def claims(
 
 
 def _analyse(message: MessageText) -> MessageClaims:
+    if message.unreadable:
+        return unreadable_message(
+            message.subject, message.sender, message.msgid, message.unreadable
+        )
     return analyse_message(message.subject, message.sender, message.body, message.msgid)
 
 
@@ -133,11 +139,20 @@ def print_claims(result: MessageClaims, out: Console) -> None:
             f"{escape(command.text)}",
             soft_wrap=True,
         )
-    if not result.claims:
+    if result.unreadable:
+        out.print(f"\n[yellow]{escape(result.unreadable)}[/]")
+    elif not result.claims:
         out.print("\nNo performance claims found.")
     for judged in result.claims:
         out.print()
         _print_claim(judged, out)
+    if result.unmentioned:
+        out.print("\n[bold]Also changed, not mentioned[/]")
+        for item in result.unmentioned:
+            out.print(
+                f"  {escape(item.metric)} {item.change_pct:+.2f}% ({item.verdict}), claim "
+                f"{item.claim}"
+            )
     if result.doubts:
         out.print("\n[bold]Doubts raised[/]")
         for doubt in result.doubts:
@@ -165,13 +180,16 @@ def _print_claim(judged: JudgedClaim, out: Console) -> None:
         out.print(f"  [dim]{line.number:>4}[/] {escape(line.raw)}", soft_wrap=True)
     if len(shown) < len(claim.lines):
         out.print(f"  [dim]     ... {len(claim.lines) - len(shown)} lines of runs and summaries[/]")
-    style = STATUS_STYLE.get(judgement.status, "")
+    style = STATUS_STYLE.get(judgement.status, "default")
     out.print(f"  [{style}]{judgement.status}[/]: {escape(judgement.summary)}")
     if judgement.comparisons:
         out.print(_comparison_table(judged))
         for column in judgement.comparisons:
             for note in column.notes:
                 out.print(f"  - {escape(note)}")
+    if claim.kind != "table":
+        for measured, judged_m in zip(claim.measurements, judgement.measurements, strict=False):
+            out.print(f"  * {escape(measured.metric)}: {escape(judged_m.summary)}", soft_wrap=True)
     for note in judgement.notes:
         out.print(f"  - {escape(note)}")
 

@@ -288,7 +288,7 @@ def test_benchmark_reply_content_follows_the_spec_order() -> None:
     ]
     prose = " ".join(body.split())
     assert "lorelab did not run memtier_benchmark or memcached" in prose
-    assert "only if the per-run CV is below 2.3%" in prose
+    assert "only if the per-run CV is below 2.2%" in prose
 
 
 def test_tail_regression_and_counter_changes_get_verdict_lines() -> None:

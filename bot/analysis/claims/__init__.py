@@ -1,13 +1,17 @@
 """Performance claims made in a message, who made them, and what the numbers given can support.
 
 Kernel developers post results as "Before: 44017.78 Ops/sec / After: 44687.08 Ops/sec (+1.5%)",
-as "improved 17%", or as tables of per-run numbers; reviewers quote them and doubt them. This
-package finds those claims in a message body (pure functions over text) and judges each one with
-`bot.analysis.verdict.compare` (Hodges-Lehmann / Mann-Whitney at a fixed n, docs/statistics.md):
-a table of per-run samples gets a verdict per column against the first kernel's column; a change
-stated with a run count but no spread gets the per-run CV under which it would hold
-(`bot.analysis.claim_spread`); a bare percentage gets "no runs or spread were given"; a
-percentage written just below a table is judged by that table.
+as "improved 17%", as tables of per-run numbers, or as the output of their tools (lkp-tests,
+mmtests, perf stat, kernbench, fio, stress-ng); reviewers quote them and doubt them. This
+package finds those claims in a message body (pure functions over text), reads each into
+measurements (metric, base, patched, runs, spread, direction), checks the author's arithmetic,
+and judges what the numbers carry (docs/claims.md): a table of per-run samples gets a verdict per
+column against the first kernel's column with `bot.analysis.verdict.compare`, the columns of a
+table held together by Benjamini-Hochberg; means with a spread and a run count get Welch's t; a
+change stated with a run count but no spread gets the per-run CV under which it would hold, and
+one with a spread but no run count the runs it would need (`bot.analysis.claim_spread`, Student's
+t); a bare percentage gets "no runs or spread were given"; a percentage written just below a
+table is judged by that table.
 
 Diffs and signatures are never read for claims. Tables are rows of numbers under a header line
 (and optionally a line of kernel names, each over a group of columns), with optional avg / std /
@@ -25,22 +29,33 @@ take.
 
 Modules, in the order a message goes through them:
 
+    input       reading a message file (mail, reduced headers, HTML-only; binary refused)
+    numbers     numbers as typed (separators, minus signs) and the per-message work Budget
     text        body lines, quote depth, speakers, blocks, sentences
-    benchmarks  benchmark names, and whether higher is better (units)
-    tables      result tables read back into per-run samples
-    statements  run counts, before/after lines, "from X to Y", percentages
+    benchmarks  benchmark names, and whether higher is better (units, metric names)
+    measurement one metric for two kernels, normalized (Measurement)
+    lkp         lkp-tests comparison tables
+    mmtests     mmtests compare-kernels tables
+    sections    tool output pasted once per kernel: perf stat, kernbench, fio, stress-ng, mean±sd
+    tables      result tables read back into per-run samples (kernels as columns or rows)
+    statements  run counts, before/after lines, "from X to Y", "X vs Y", percentages
     model       the claims as written (Claim and the numbers it carries)
     extract     every claim of a body, numbered in body order
+    arithmetic  stated percentages recomputed from the stated numbers
+    judge_measurement  what one measurement's numbers carry (Welch, runs or spread needed)
     judgement   what a judgement reports (Judgement, ColumnJudgement, JudgedClaim)
-    judge_table a table judged column by column with verdict.compare
+    judge_table a table judged column by column with verdict.compare, BH across its columns
     judge       one claim judged by the data given with it
+    unmentioned metrics that moved but that no sentence names
     commands    benchmark command lines
     doubts      reviewers' words about noise and significance
     message     the whole message (MessageClaims, analyse_message), thread de-duplication
-    input       reading a message file for all of the above
 
-JSON shape of `MessageClaims.to_dict()` (format "lorelab-claims/1"; keys are always present,
-absent values are null or empty lists; percentages are plain numbers, 1.5 meaning +1.5%):
+JSON: `MessageClaims.to_dict()` is format "lorelab-claims/2": the "lorelab-claims/1" shape below
+with keys added (docs/claims.md, "JSON" lists them) and one new `kind` value, "summary".
+
+JSON shape of "lorelab-claims/1" (keys are always present, absent values are null or empty
+lists; percentages are plain numbers, 1.5 meaning +1.5%):
 
     {
       "format": "lorelab-claims/1",

@@ -73,13 +73,14 @@ def block_benchmarks(block: Block) -> list[str]:
 # Units and direction
 
 _LOWER_UNITS = re.compile(
-    r"^(?:s|sec|secs|seconds?|ms|msecs?|us|usecs?|ns|nsecs?|minutes?|min|cycles|"
-    r"sec/op|s/op|ns/op|us/op|ms/op)$",
+    r"^(?:s|sec|secs|seconds?|ms|msecs?|us|\u00b5s|\u03bcs|usecs?|ns|nsecs?|minutes?|min|cycles|"
+    r"sec/op|s/op|ns/op|us/op|ms/op|latency)$",
     re.IGNORECASE,
 )
 _HIGHER_UNITS = re.compile(
     r"^(?:ops|ops/s|ops/sec|op/s|iops|[kmgt]i?b/s|[kmgt]i?b/sec|bytes/s|req/s|reqs/s|rps|tps|qps|"
-    r"transactions/s(?:ec)?|bogo-?ops(?:/s)?|pages/s(?:ec)?|score|throughput)$",
+    r"transactions/s(?:ec)?|bogo-?ops(?:/s)?|pages/s(?:ec)?|score|throughput|bops|jops|"
+    r"records/s(?:ec)?|ops/min|jobs/min|jobs-per-min)$",
     re.IGNORECASE,
 )
 # What a bare number from these benchmarks measures when the message names no unit.
@@ -114,6 +115,46 @@ def higher_is_better(unit: str | None, benchmarks: Iterable[str] = ()) -> bool |
     known = _BENCHMARK_HIGHER_IS_BETTER
     directions = {known[b] for b in benchmarks if b in known}
     return directions.pop() if len(directions) == 1 else None
+
+
+# Metric names (lkp "will-it-scale.per_process_ops", mmtests "elsp-256", perf stat "seconds time
+# elapsed", kernbench "Elapsed Time") say what they measure. Monitors' counters (vmstat, meminfo,
+# perf-sched, ...) are neutral: a change in them is neither better nor worse unless the text says.
+_NEUTRAL_NAME = re.compile(
+    r"^(?:vmstat|meminfo|proc-vmstat|numa-\w+|perf-sched|perf-stat|perf-profile|sched_debug|"
+    r"mpstat|turbostat|cpuidle|interrupts|softirqs|slabinfo|iostat|latency_stats|pagetypeinfo|"
+    r"buddyinfo|lock_stat|boot-\w+|uptime)\.|(?:context.?switch|page.?faults|migrations|"
+    r"_switches|percent_of_cpu|maximum_resident|nr_\w+|^sleeps$|^percent cpu$)",
+    re.IGNORECASE,
+)
+_LOWER_NAME = re.compile(
+    r"latenc|\blat\b|clat|elapsed|\belsp|\bsyst?\b|_time\b|\btime\b|duration|wall|runtime|"
+    r"\bamean\b|msec|usec|task-clock|\bcycles\b|\bsecs?\b",
+    re.IGNORECASE,
+)
+_HIGHER_NAME = re.compile(
+    r"throughput|\btput|_ops\b|\bops\b|ops_per_sec|bogo|bandwidth|\bbw\b|iops|score|"
+    r"jobs.per.min|\bworkload\b|\btps\b|\brps\b|records|transactions|\bmedian\b|per_sec|"
+    r"\bprocesses\b|\bthreads\b",
+    re.IGNORECASE,
+)
+
+
+def metric_higher_is_better(
+    name: str, unit: str | None = None, benchmarks: Iterable[str] = ()
+) -> bool | None:
+    """Whether a larger value of a named metric is better: from its unit, else its name; counters
+    of monitors are neutral (None); else the benchmark's usual unit."""
+    from_unit = higher_is_better(unit) if unit else None
+    if from_unit is not None:
+        return from_unit
+    if _NEUTRAL_NAME.search(name):
+        return None
+    if _HIGHER_NAME.search(name):
+        return True
+    if _LOWER_NAME.search(name.replace(".", " ")):
+        return False
+    return higher_is_better(None, benchmarks)
 
 
 def change_direction(change_pct: float, higher: bool | None) -> str | None:

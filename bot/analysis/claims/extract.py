@@ -19,7 +19,12 @@ from bot.analysis.claims.benchmarks import (
     change_direction,
     higher_is_better,
 )
-from bot.analysis.claims.model import BeforeAfter, Claim, StatedChange, fmt_value
+from bot.analysis.claims.lkp import find_lkp_tables
+from bot.analysis.claims.measurement import Measurement, cv_pct
+from bot.analysis.claims.mmtests import find_mmtests_tables
+from bot.analysis.claims.model import BeforeAfter, Claim, ResultTable, StatedChange, fmt_value
+from bot.analysis.claims.numbers import Budget, join_spaced_thousands, normalize_text
+from bot.analysis.claims.sections import find_tool_sections
 from bot.analysis.claims.statements import (
     FROM_TO,
     PERFORMANCE,
@@ -30,16 +35,22 @@ from bot.analysis.claims.statements import (
     parse_number,
     percentages,
     runs_for,
+    stated_interval,
+    stated_pvalue,
 )
 from bot.analysis.claims.tables import TableFound, find_tables
-from bot.analysis.claims.text import Block, Sentence, message_blocks, sentences
+from bot.analysis.claims.text import Block, BodyLine, Sentence, message_blocks, sentences
 
 
-def extract_claims(body: str, *, sender: str = "") -> list[Claim]:
-    """Every performance claim in the body, in body order, numbered from 1."""
+def extract_claims(body: str, *, sender: str = "", budget: Budget | None = None) -> list[Claim]:
+    """Every performance claim in the body, in body order, numbered from 1. Raises
+    `TooMuchWork` when reading the body would exceed the budget."""
+    budget = budget or Budget()
+    budget.charge(len(body) // 10)  # splitting into lines, blocks and sentences
     drafts: list[Claim] = []
     for block in message_blocks(body, sender):
-        drafts.extend(_block_claims(block))
+        budget.charge(len(block.lines))
+        drafts.extend(_block_claims(block, budget))
     drafts.sort(key=lambda c: (c.first_line, c.kind))
     numbered = [replace(c, index=n) for n, c in enumerate(drafts, start=1)]
     # A draft's refers_to holds the first line of its table; turn it into the table's index.
@@ -49,15 +60,39 @@ def extract_claims(body: str, *, sender: str = "") -> list[Claim]:
     ]
 
 
-def _block_claims(block: Block) -> list[Claim]:
+# Longer "sentences" are dumps (a line of 10,000 numbers), read by no pattern: patterns over them
+# would cost more than the whole message is allowed.
+MAX_SENTENCE = 2000
+_LAYOUTS = (("lkp", find_lkp_tables), ("mmtests", find_mmtests_tables))
+
+
+def _block_claims(block: Block, budget: Budget) -> list[Claim]:
     """The block's claims, unnumbered (index 0; refers_to holds a table's first line)."""
     names = block_benchmarks(block)
     counts = find_run_counts(block)
     claims: list[Claim] = []
     used: set[int] = set()
 
-    tables = find_tables(block, names)
+    prose_counts = [c for c in counts if not _TOOL_COUNT.search(c.line.text)]
+    for layout, finder in _LAYOUTS:
+        for measurements, lines, kernels in finder(_without(block, used), None, budget):
+            runs = _count_before(lines[0].number, prose_counts)
+            measurements = [_with_runs(m, runs) for m in measurements]
+            claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
+            used.update(line.number for line in lines)
+    for measurements, lines, kernels in find_tool_sections(_without(block, used), None, budget):
+        runs = _count_before(lines[0].number, prose_counts)
+        measurements = [_with_runs(m, runs) for m in measurements]
+        if measurements:
+            layout = _section_layout(lines)
+            claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
+            used.update(line.number for line in lines)
+
+    tables = find_tables(_without(block, used), names, budget)
     for found in tables:
+        # Judging a column pair costs m * n pairwise differences (Hodges-Lehmann): counted here,
+        # so that a 10 MB table is refused before the judge starts on it.
+        budget.charge(sum(len(a.samples) * len(b.samples) for a, b in found.table.pairs()))
         claims.append(_table_claim(found, block, names, counts))
         used.update(line.number for line in found.lines)
 
@@ -66,7 +101,11 @@ def _block_claims(block: Block) -> list[Claim]:
         used.update((before.line.number, after.line.number))
 
     for sentence in sentences(block, skip=used):
-        for match in FROM_TO.finditer(sentence.text):
+        budget.charge(len(sentence.text) // 100 + 1)
+        if len(sentence.text) > MAX_SENTENCE:
+            continue  # a wall of text or digits, not a sentence a claim is made in
+        prose = join_spaced_thousands(normalize_text(sentence.text))
+        for match in FROM_TO.finditer(prose):
             claim = _from_to_claim(match, sentence, block, names, counts)
             if claim:
                 claims.append(claim)
@@ -74,6 +113,8 @@ def _block_claims(block: Block) -> list[Claim]:
 
     after_table = _tables_by_next_line(tables, block)
     for sentence in sentences(block, skip=used):
+        if len(sentence.text) > MAX_SENTENCE:
+            continue
         for change in percentages(sentence):
             stated = runs_for(sentence.lines[0].number, counts)
             table_before = after_table.get(sentence.lines[0].number)
@@ -92,6 +133,91 @@ def _block_claims(block: Block) -> list[Claim]:
                 )
             )
     return claims
+
+
+def _without(block: Block, used: set[int]) -> Block:
+    """The block with the lines already read as claims left out."""
+    if not used:
+        return block
+    return replace(block, lines=tuple(ln for ln in block.lines if ln.number not in used))
+
+
+# Run counts a tool prints in its own heading belong to that paste, not to the text around it.
+_TOOL_COUNT = re.compile(r"Performance counter stats|\(std deviation\)")
+
+
+def _count_before(line_number: int, counts: Sequence[RunCount]) -> int | None:
+    """The run count stated nearest above a table, in the same block."""
+    before = [c for c in counts if c.line.number < line_number]
+    return before[-1].runs if before else None
+
+
+def _with_runs(m: Measurement, runs: int | None) -> Measurement:
+    if runs is None or m.n_base is not None:
+        return m
+    return replace(m, n_base=runs, n_patched=runs)
+
+
+def _section_layout(lines: Sequence[BodyLine]) -> str:
+    text = " ".join(line.text for line in lines[:3])
+    for layout, marker in (("perf stat", "Performance counter stats"), ("kernbench", "load"),
+                           ("fio", "groupid="), ("stress-ng", "stress-ng")):  # fmt: skip
+        if marker in text:
+            return layout
+    return "mean-sd"
+
+
+def _summary_claim(
+    layout: str,
+    measurements: Sequence[Measurement],
+    lines: Sequence[BodyLine],
+    kernels: Sequence[str],
+    block: Block,
+    names: Sequence[str],
+) -> Claim:
+    metrics = ", ".join(dict.fromkeys(m.metric for m in measurements[:4]))
+    more = f" and {len(measurements) - 4} more" if len(measurements) > 4 else ""
+    return Claim(
+        index=0,
+        kind="summary",
+        text=f"{layout} comparison, {' vs '.join(kernels)}: {metrics}{more}",
+        speaker=block.speaker,
+        lines=tuple(lines),
+        runs=measurements[0].n if measurements else None,
+        runs_line=None,
+        benchmarks=tuple(names),
+        layout=layout,
+        measurements=tuple(measurements),
+    )
+
+
+def table_measurements(table: ResultTable, benchmarks: Sequence[str]) -> tuple[Measurement, ...]:
+    """Each (base column, other kernel's column) pair of a table of runs as a measurement."""
+    found = []
+    for base, other in table.pairs():
+        higher = other.higher_is_better
+        if higher is None:
+            higher = table.higher_is_better
+        metric = other.header or table.unit or (benchmarks[0] if benchmarks else "value")
+        found.append(
+            Measurement(
+                metric=metric,
+                base=sum(base.samples) / len(base.samples),
+                patched=sum(other.samples) / len(other.samples),
+                unit=other.unit or table.unit,
+                n_base=len(base.samples),
+                n_patched=len(other.samples),
+                cv_base_pct=cv_pct(base.samples),
+                cv_patched_pct=cv_pct(other.samples),
+                spread_source="samples",
+                higher_is_better=higher,
+                samples_base=base.samples,
+                samples_patched=other.samples,
+                base_label=base.label,
+                patched_label=other.label,
+            )
+        )
+    return tuple(found)
 
 
 def _claim_benchmarks(text: str, block_names: Sequence[str]) -> tuple[str, ...]:
@@ -118,6 +244,8 @@ def _table_claim(
         runs_line=stated.line if stated and stated.runs == n else None,
         benchmarks=tuple(names),
         table=table,
+        layout="runs",
+        measurements=table_measurements(table, names),
     )
 
 
@@ -141,6 +269,26 @@ def _before_after_claim(
         higher_is_better(unit, benchmarks),
     )
     pct = pair.stated_pct if pair.stated_pct is not None else round(pair.computed_pct, 2)
+    runs = before.n or after.n or (stated.runs if stated else None)
+    measurement = Measurement(
+        metric=unit or (benchmarks[0] if benchmarks else "value"),
+        base=before.value,
+        patched=after.value,
+        unit=unit,
+        n_base=before.n or runs,
+        n_patched=after.n or runs,
+        cv_base_pct=100.0 * before.sd / before.value if before.sd and before.value else None,
+        cv_patched_pct=100.0 * after.sd / after.value if after.sd and after.value else None,
+        spread_source="mean ± sd" if before.sd or after.sd else None,
+        higher_is_better=pair.higher_is_better,
+        stated_pct=pair.stated_pct,
+        stated_kind="relative" if pair.stated_pct is not None else None,
+        stated_ci_pct=stated_interval(after.line.text),
+        stated_p=stated_pvalue(after.line.text),
+        base_label=before.label,
+        patched_label=after.label,
+        line=after.line,
+    )
     unit_text = f" {unit}" if unit else ""
     text = (
         f"{before.label} {fmt_value(before.value)}{unit_text} -> {after.label} "
@@ -152,11 +300,13 @@ def _before_after_claim(
         text=text,
         speaker=block.speaker,
         lines=(before.line, after.line),
-        runs=stated.runs if stated else None,
-        runs_line=stated.line if stated else None,
+        runs=runs,
+        runs_line=stated.line if stated and stated.runs == runs else None,
         benchmarks=benchmarks,
         change=StatedChange(pct, pct, change_direction(pct, pair.higher_is_better)),
         before_after=pair,
+        layout="before-after lines",
+        measurements=(measurement,),
     )
 
 
@@ -167,9 +317,12 @@ def _from_to_claim(
     names: Sequence[str],
     counts: Sequence[RunCount],
 ) -> Claim | None:
-    a = match.group("a") or match.group("a2")
-    b = match.group("b") or match.group("b2")
-    unit = match.group("ub") or match.group("ub2") or match.group("ua") or match.group("ua2")
+    a = match.group("a") or match.group("a2") or match.group("a3")
+    b = match.group("b") or match.group("b2") or match.group("b3")
+    unit = next(
+        (match.group(g) for g in ("ub", "ub2", "ub3", "ua", "ua2", "ua3") if match.group(g)), None
+    )
+    unit = unit.rstrip(".,;:") or None if unit else None
     benchmarks = _claim_benchmarks(sentence.text, names)
     # "from 4 to 8 threads" is a setup, not a result: the unit must be one of a measure, or,
     # with no unit, the sentence must speak of performance.
@@ -184,6 +337,21 @@ def _from_to_claim(
     pair = BeforeAfter("from", before, "to", after, unit, None, direction_known)
     pct = round(pair.computed_pct, 2)
     stated = runs_for(sentence.lines[0].number, counts)
+    stated_pct, stated_kind = _stated_in_sentence(sentence)
+    measurement = Measurement(
+        metric=unit or (benchmarks[0] if benchmarks else "value"),
+        base=before,
+        patched=after,
+        unit=unit,
+        n_base=stated.runs if stated else None,
+        n_patched=stated.runs if stated else None,
+        higher_is_better=direction_known,
+        stated_pct=stated_pct,
+        stated_kind=stated_kind,
+        stated_ci_pct=stated_interval(sentence.text),
+        stated_p=stated_pvalue(sentence.text),
+        line=sentence.lines[0],
+    )
     return Claim(
         index=0,
         kind="before-after",
@@ -195,7 +363,35 @@ def _from_to_claim(
         benchmarks=benchmarks,
         change=StatedChange(pct, pct, change_direction(pct, direction_known)),
         before_after=pair,
+        layout="prose",
+        measurements=(measurement,),
     )
+
+
+_SPEED_UP = re.compile(r"\b(?:faster|quicker|speed-?ups?)\b", re.IGNORECASE)
+_DOWN = re.compile(
+    r"\b(?:reduc\w*|decreas\w*|drop\w*|fell|fall\w*|lower|less|fewer|shorter)\b", re.I
+)
+_UP = re.compile(r"\b(?:increas\w*|rise|rose|grew|grow\w*|higher|more|longer)\b", re.IGNORECASE)
+
+
+def _stated_in_sentence(sentence: Sentence) -> tuple[float | None, str | None]:
+    """The percentage a "from X to Y" sentence states beside its numbers, and what kind of
+    figure it is (docs/claims.md, "Arithmetic"): a speed-up, a signed or an unsigned change."""
+    changes = [c for c in percentages(sentence) if c.low_pct == c.high_pct]
+    if not changes:
+        return None, None
+    value = changes[0].low_pct
+    text = normalize_text(sentence.text)
+    if _SPEED_UP.search(text):
+        return abs(value), "speed-up"
+    if re.search(rf"[-+]{abs(value):g}\s*%", text):
+        return value, "relative"
+    if _DOWN.search(text) and not _UP.search(text):
+        return -abs(value), "relative"
+    if _UP.search(text) and not _DOWN.search(text):
+        return abs(value), "relative"
+    return abs(value), "magnitude"
 
 
 def _tables_by_next_line(tables: Sequence[TableFound], block: Block) -> dict[int, TableFound]:

@@ -9,10 +9,14 @@ spread cannot be judged, and the judgement says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bot.analysis.claim_spread import max_cv_for_significance
+from bot.analysis.claims.arithmetic import arithmetic_checks
+from bot.analysis.claims.judge_measurement import MeasurementJudgement, judge_measurement
 from bot.analysis.claims.judge_table import judge_table
-from bot.analysis.claims.judgement import Judgement, level_pct
+from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
+from bot.analysis.claims.measurement import Measurement
 from bot.analysis.claims.model import BeforeAfter, Claim
 from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
 
@@ -26,6 +30,71 @@ def judge_claim(
 ) -> Judgement:
     """What the data given with a claim supports; `claims` are the message's others (for tables
     a percentage refers to)."""
+    if claim.kind == "summary":
+        measured_only = tuple(
+            judge_measurement(m, delta=delta, alpha=alpha) for m in claim.measurements
+        )
+        return _summary_judgement(claim, measured_only, alpha)
+    judgement = _judge_claim(claim, claims, delta=delta, alpha=alpha)
+    by_label = {c.label: c for c in judgement.comparisons}
+    measured = tuple(
+        _from_column(by_label[m.patched_label], m)
+        if m.patched_label in by_label and m.samples_base
+        else judge_measurement(m, delta=delta, alpha=alpha)
+        for m in claim.measurements
+    )
+    return replace(judgement, measurements=measured)
+
+
+def _from_column(column: ColumnJudgement, m: Measurement) -> MeasurementJudgement:
+    c = column.comparison
+    verdict = c.verdict.value
+    if c.changed and not column.direction_known:
+        verdict = "increase" if c.change_pct > 0 else "decrease"
+    return MeasurementJudgement(
+        "judged",
+        verdict,
+        column.line,
+        "rank test on the runs (Hodges-Lehmann, Mann-Whitney), BH across the table",
+        c.change_pct,
+        (c.ci_low_pct, c.ci_high_pct),
+        c.pvalue,
+        tuple(arithmetic_checks(m)),
+    )
+
+
+def _summary_judgement(
+    claim: Claim, measured: Sequence[MeasurementJudgement], alpha: float
+) -> Judgement:
+    """A table of per-metric summaries: how many metrics the numbers carry, and which."""
+    judged = [j for j in measured if j.status == "judged"]
+    changed = [
+        (m, j) for m, j in zip(claim.measurements, measured, strict=True)
+        if j.verdict in ("improvement", "regression", "increase", "decrease")
+    ]  # fmt: skip
+    if judged:
+        head = (
+            f"{len(changed)} of {len(judged)} metrics judged from mean, spread and runs show a "
+            f"change at {level_pct(alpha)}"
+        )
+    else:
+        statuses = sorted({j.status for j in measured})
+        head = (
+            f"{len(measured)} metrics, none judgeable from the numbers alone "
+            f"({', '.join(statuses)})"
+        )
+    listed = "; ".join(f"{m.metric} {j.verdict}" for m, j in changed[:6])
+    summary = f"{head}" + (f": {listed}." if listed else ".")
+    notes = tuple(
+        f"{m.metric}: {check}"
+        for m, j in zip(claim.measurements, measured, strict=True)
+        for check in j.checks
+    )
+    status = "judged" if judged else (measured[0].status if measured else "no-data")
+    return Judgement(status, summary, notes=notes, measurements=tuple(measured))
+
+
+def _judge_claim(claim: Claim, claims: Sequence[Claim], *, delta: float, alpha: float) -> Judgement:
     if claim.table is not None:
         return judge_table(claim.table, delta=delta, alpha=alpha)
     if claim.refers_to is not None:
@@ -50,7 +119,8 @@ def _judge_against_table(
     wanted = claim.change.direction
     changed = [j for j in table.comparisons if j.comparison.changed]
     agree = [j for j in changed if wanted and j.words.startswith(wanted)]
-    against = [j for j in changed if j not in agree]
+    # A claim with no direction in its words contradicts nothing: it is only set beside the data.
+    against = [j for j in changed if j not in agree] if wanted else []
     estimates = ", ".join(f"{j.label} {j.comparison.change_pct:+.2f}%" for j in table.comparisons)
     if wanted and agree and not against and len(agree) == len(table.comparisons):
         verdict = "supports it"
@@ -58,6 +128,9 @@ def _judge_against_table(
         verdict = f"supports it for {', '.join(j.label for j in agree)} only"
     elif against:
         verdict = f"contradicts it ({', '.join(j.line for j in against)})"
+    elif not wanted and changed:
+        lines = ", ".join(j.line for j in changed)
+        verdict = f"shows changes the claim's words give no direction for ({lines})"
     else:
         verdict = f"does not support it: no comparison shows a change at {level_pct(alpha)}"
     # The comparisons themselves stay with the table's claim; a mean that misleads is repeated
@@ -71,12 +144,12 @@ def _judge_against_table(
 
 
 def _judge_before_after(claim: Claim, pair: BeforeAfter, *, alpha: float) -> Judgement:
-    notes = []
     computed = pair.computed_pct
-    if pair.stated_pct is not None and abs(pair.stated_pct - computed) > 0.15:
-        notes.append(
-            f"The stated {pair.stated_pct:+g}% does not match the numbers ({computed:+.2f}%)."
-        )
+    measured = claim.measurements[0] if claim.measurements else None
+    if measured is not None and measured.has_spread and (measured.n or 0) >= 2:
+        welch = judge_measurement(measured, alpha=alpha)
+        return Judgement("judged", welch.summary, notes=welch.checks)
+    notes = list(arithmetic_checks(measured)) if measured is not None else []
     if pair.higher_is_better is None:
         notes.append("Whether higher is better is not known from the unit or the benchmark.")
     if claim.runs is not None and claim.runs >= 2 and pair.before > 0 and pair.after > 0:

@@ -1,5 +1,7 @@
 """Judging a result table: every column of a non-base kernel against the base kernel's same
-column with `bot.analysis.verdict.compare`, plus what a reader should know about the numbers
+column with `bot.analysis.verdict.compare`, the columns of one table held together as one family
+(Benjamini-Hochberg with `judge_metrics`, at the table's alpha), each column in its own direction
+when its header names a unit, plus what a reader should know about the numbers
 (outliers on the worse side, a mean moved by a few runs, printed avg/min/max that do not match
 the rows read back)."""
 
@@ -7,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from bot.analysis.claims.judge_measurement import significant
 from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
 from bot.analysis.claims.model import ResultTable, TableColumn, fmt_value
-from bot.analysis.verdict import Comparison, compare
+from bot.analysis.verdict import Comparison, compare, judge_metrics
 
 # A mean this far (in percentage points) from the Hodges-Lehmann estimate is being moved by a few
 # runs, not by the bulk of them: the reader is told not to trust it.
@@ -26,35 +29,55 @@ def judge_table(table: ResultTable, *, delta: float, alpha: float) -> Judgement:
             "The table holds one kernel's runs only: there is nothing to compare them with.",
             notes=tuple(notes),
         )
-    direction_known = table.higher_is_better is not None
-    higher = bool(table.higher_is_better) if direction_known else True
-    if not direction_known:
-        notes.append(
-            "Neither the unit nor the benchmark says whether higher is better: the changes are "
-            "called increase or decrease."
-        )
-    judged = []
+    alone: dict[str, tuple[TableColumn, TableColumn, Comparison, bool]] = {}
+    unknown = False
     for base, other in pairs:
         if min(base.samples + other.samples) <= 0:
             notes.append(f"{other.label}: values <= 0 cannot be compared as ratios; skipped.")
             continue
+        own = other.higher_is_better
+        column_higher = own if own is not None else table.higher_is_better
+        unknown |= column_higher is None
         comparison = compare(
-            base.samples, other.samples, higher_is_better=higher, delta=delta, alpha=alpha
+            base.samples,
+            other.samples,
+            higher_is_better=column_higher is not False,
+            delta=delta,
+            alpha=alpha,
         )
-        judged.append(
-            ColumnJudgement(
-                other.label,
-                base.label,
-                other.label,
-                comparison,
-                direction_known,
-                _column_notes(base, other, comparison),
-            )
+        alone[other.label] = (base, other, comparison, column_higher is not None)
+    if unknown:
+        notes.append(
+            "Neither the unit nor the benchmark says whether higher is better: the changes are "
+            "called increase or decrease."
         )
+    # The columns of one table are one family: Benjamini-Hochberg across them at alpha.
+    family = judge_metrics({label: c for label, (_, _, c, _) in alone.items()}, q=alpha)
+    judged = [
+        ColumnJudgement(
+            label,
+            base.label,
+            other.label,
+            family[label],
+            known,
+            _column_notes(base, other, comparison) + _family_note(family[label], len(alone)),
+            alone=comparison,
+        )
+        for label, (base, other, comparison, known) in alone.items()
+    ]
     if not judged:
         return Judgement("no-comparison", "No column could be compared.", notes=tuple(notes))
     return Judgement(
         "judged", _table_summary(judged, alpha), comparisons=tuple(judged), notes=tuple(notes)
+    )
+
+
+def _family_note(comparison: Comparison, columns: int) -> tuple[str, ...]:
+    if not comparison.fdr_demoted:
+        return ()
+    return (
+        f"p={significant(comparison.pvalue):g} is below {comparison.alpha:g} on its own, but not "
+        f"once the table's {columns} comparisons are held together (Benjamini-Hochberg).",
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bot.analysis.claims.judge_measurement import MeasurementJudgement, significant
 from bot.analysis.claims.model import Claim
 from bot.analysis.verdict import Comparison
 
@@ -21,6 +22,12 @@ class ColumnJudgement:
     comparison: Comparison
     direction_known: bool  # False: judged as if higher were better, words say increase/decrease
     notes: tuple[str, ...]
+    alone: Comparison | None = None  # the column judged on its own, before the table's BH
+
+    @property
+    def demoted(self) -> bool:
+        """Significant on its own, but not once the table's columns are held together."""
+        return self.alone is not None and self.alone.changed and not self.comparison.changed
 
     @property
     def words(self) -> str:
@@ -43,8 +50,11 @@ class ColumnJudgement:
             "median_pct": round(c.median_change_pct, 4),
             "hl_pct": round(c.change_pct, 4),
             "ci_pct": [_finite(c.ci_low_pct), _finite(c.ci_high_pct)],
-            "p_value": round(c.pvalue, 6),
+            "p_value": significant(c.pvalue),
             "verdict": self.words,
+            "verdict_kind": c.verdict.value,
+            "verdict_alone": _neutral((self.alone or c).words, self.direction_known),
+            "fdr_demoted": self.demoted,
             "outliers_base": [o.value for o in c.base.outliers],
             "outliers_patched": [o.value for o in c.patched.outliers],
             "notes": list(self.notes),
@@ -59,6 +69,7 @@ class Judgement:
     cv_threshold_pct: float | None = None
     comparisons: tuple[ColumnJudgement, ...] = ()
     notes: tuple[str, ...] = ()
+    measurements: tuple[MeasurementJudgement, ...] = ()  # one per claim.measurements entry
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,7 +89,10 @@ class JudgedClaim:
     judgement: Judgement
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.claim.to_dict(), "judgement": self.judgement.to_dict()}
+        data = {**self.claim.to_dict(), "judgement": self.judgement.to_dict()}
+        for entry, judged in zip(data["measurements"], self.judgement.measurements, strict=False):
+            entry["judgement"] = judged.to_dict()
+        return data
 
 
 def level_pct(alpha: float) -> str:

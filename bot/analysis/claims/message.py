@@ -1,5 +1,5 @@
-"""The claims report of a message as a whole (format "lorelab-claims/1"), and of a thread with
-quoted copies of claims already reported left out."""
+"""The claims report of a message as a whole (format "lorelab-claims/2", docs/claims.md), and of
+a thread with quoted copies of claims already reported left out."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from bot.analysis.claims.extract import extract_claims
 from bot.analysis.claims.judge import judge_claim
 from bot.analysis.claims.judgement import JudgedClaim
 from bot.analysis.claims.model import Claim
+from bot.analysis.claims.numbers import Budget, TooMuchWork
 from bot.analysis.claims.text import message_blocks
+from bot.analysis.claims.unmentioned import Unmentioned, find_unmentioned
 from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
 
-FORMAT = "lorelab-claims/1"
+FORMAT = "lorelab-claims/2"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class MessageClaims:
     commands: tuple[Command, ...]
     claims: tuple[JudgedClaim, ...]
     doubts: tuple[Doubt, ...]
+    unmentioned: tuple[Unmentioned, ...] = ()
+    unreadable: str | None = None  # why the message could not be read; None when it was
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +46,8 @@ class MessageClaims:
             "commands": [c.to_dict() for c in self.commands],
             "claims": [c.to_dict() for c in self.claims],
             "doubts": [d.to_dict() for d in self.doubts],
+            "unmentioned": [u.to_dict() for u in self.unmentioned],
+            "unreadable": self.unreadable,
         }
 
 
@@ -53,10 +59,35 @@ def analyse_message(
     *,
     delta: float = DEFAULT_DELTA,
     alpha: float = DEFAULT_ALPHA,
+    budget: Budget | None = None,
 ) -> MessageClaims:
-    """Claims with judgements, benchmarks, commands and doubts of one message."""
-    claims = extract_claims(body, sender=sender)
+    """Claims with judgements, benchmarks, commands and doubts of one message; a message too
+    large to read within `budget` gives no claims and says why (`unreadable`)."""
+    budget = budget or Budget()
+    try:
+        return _analyse(subject, sender, body, msgid, delta=delta, alpha=alpha, budget=budget)
+    except TooMuchWork as exc:
+        return MessageClaims(subject, sender, msgid, (), (), (), (), (), f"cannot read: {exc}")
+
+
+def unreadable_message(subject: str, sender: str, msgid: str | None, reason: str) -> MessageClaims:
+    """The report of a message that could not be read at all (binary data, no text part)."""
+    return MessageClaims(subject, sender, msgid, (), (), (), (), (), f"cannot read: {reason}")
+
+
+def _analyse(
+    subject: str,
+    sender: str,
+    body: str,
+    msgid: str | None,
+    *,
+    delta: float,
+    alpha: float,
+    budget: Budget,
+) -> MessageClaims:
+    claims = extract_claims(body, sender=sender, budget=budget)
     judged = tuple(JudgedClaim(c, judge_claim(c, claims, delta=delta, alpha=alpha)) for c in claims)
+    budget.charge(sum(len(c.measurements) for c in claims))
     names = {name for block in message_blocks(body, sender) for name in block_benchmarks(block)}
     return MessageClaims(
         subject=subject,
@@ -65,8 +96,18 @@ def analyse_message(
         benchmarks=tuple(sorted(names)),
         commands=tuple(find_all_commands(body, sender=sender)),
         claims=judged,
-        doubts=tuple(find_doubts(body, sender=sender)),
+        doubts=tuple(_doubts_outside_tables(find_doubts(body, sender=sender), claims)),
+        unmentioned=tuple(find_unmentioned(judged, body, sender)),
     )
+
+
+def _doubts_outside_tables(doubts: Sequence[Doubt], claims: Sequence[Claim]) -> list[Doubt]:
+    """Doubts in prose only: a table's "%stddev" or "Stddev" heading is not a reviewer's doubt."""
+    tables = {line.number for c in claims if c.kind in ("table", "summary") for line in c.lines}
+    return [
+        d for d in doubts
+        if 2 * len({line.number for line in d.lines} & tables) <= len(d.lines)
+    ]  # fmt: skip
 
 
 def drop_repeated_quotes(thread: Sequence[MessageClaims]) -> list[MessageClaims]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.analysis.claims.measurement import Measurement
 from bot.analysis.claims.text import BodyLine, Speaker
 
 
@@ -71,6 +72,8 @@ class TableColumn:
     header: str
     samples: tuple[float, ...]
     summary: dict[str, float] = field(default_factory=dict)  # avg/std/min/max rows, as printed
+    unit: str | None = None  # named by the column's own header ("lat(ms)"), else the table's
+    higher_is_better: bool | None = None  # the column's own direction, None: the table's
 
     @property
     def label(self) -> str:
@@ -82,6 +85,8 @@ class TableColumn:
             "header": self.header,
             "samples": list(self.samples),
             "summary": dict(self.summary),
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
         }
 
 
@@ -123,7 +128,7 @@ class Claim:
     """One performance claim as written: what, where, by whom, over how many runs."""
 
     index: int
-    kind: str  # "before-after", "percentage" or "table"
+    kind: str  # "before-after", "percentage", "table" (per-run samples) or "summary" (per metric)
     text: str  # what was claimed, in one line
     speaker: Speaker
     lines: tuple[BodyLine, ...]
@@ -134,6 +139,8 @@ class Claim:
     before_after: BeforeAfter | None = None
     table: ResultTable | None = None
     refers_to: int | None = None  # a percentage that sums up the table claim with this index
+    layout: str | None = None  # "lkp", "mmtests", "perf stat", "runs", "prose", ...
+    measurements: tuple[Measurement, ...] = ()  # each metric's base and patched, normalized
 
     @property
     def first_line(self) -> int:
@@ -157,4 +164,6 @@ class Claim:
             "before_after": self.before_after.to_dict() if self.before_after else None,
             "table": self.table.to_dict() if self.table else None,
             "refers_to": self.refers_to,
+            "layout": self.layout,
+            "measurements": [m.to_dict() for m in self.measurements],
         }

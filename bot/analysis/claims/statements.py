@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.analysis.claims.model import StatedChange
+from bot.analysis.claims.numbers import normalize_text, to_float
 from bot.analysis.claims.text import Block, BodyLine, Sentence
 
 # --------------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ _AFTER_WORDS = {
     "after", "patched", "patch", "new", "with", "w/", "this", "post-patch", "postpatch",
     "modified", "series", "+patch", "optimized", "fixed",
 }  # fmt: skip
-NUMBER = r"\d[\d,]*(?:\.\d+)?"
+NUMBER = r"(?:\d{1,3}(?:\.\d{3})+,\d+|\d[\d,]*(?:\.\d+)?)"  # "1.234.567,5" first
 _BA_LINE = re.compile(
     rf"^\s*[-*]?\s*(?P<label>w/o|w/|[A-Za-z][\w.+/-]*(?:[ \t]+(?:patch|kernel|the patch|"
     rf"\(.*?\)|[\w.+-]+))?)\s*(?::|=|\s)\s*(?P<value>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?"
@@ -76,6 +77,8 @@ FROM_TO = re.compile(
     rf"\bfrom\s+(?P<a>{NUMBER})\s*(?P<ua>[A-Za-z][\w/.-]*)?\s+to\s+(?P<b>{NUMBER})\s*"
     rf"(?P<ub>[A-Za-z][\w/.-]*)?|(?P<a2>{NUMBER})\s*(?P<ua2>[A-Za-z][\w/.-]*)?\s*(?:->|→|=>)\s*"
     rf"(?P<b2>{NUMBER})\s*(?P<ub2>[A-Za-z][\w/.-]*)?"
+    rf"|(?P<a3>{NUMBER})\s*(?P<ua3>[A-Za-z][\w/.-]*)?\s+(?:vs\.?|versus)\s+"
+    rf"(?P<b3>{NUMBER})\s*(?P<ub3>[A-Za-z][\w/.-]*)?"
 )
 
 
@@ -89,15 +92,33 @@ class LabelledValue:
     value: float
     unit: str | None
     stated_pct: float | None
+    sd: float | None = None  # "± 120" after the value: a standard deviation over the runs
+    n: int | None = None  # "(n=10)" or "10 runs" on the line
 
 
 def parse_number(text: str) -> float:
     """A number as written in a claim, thousands separators allowed ("44,017.78")."""
-    return float(text.replace(",", ""))
+    value = to_float(text)
+    return value if value is not None else float(text.replace(",", ""))
+
+
+_SD_AFTER = re.compile(rf"^\s*(?:±|\+-|\+/-)\s*(?P<sd>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?")
+_N_ON_LINE = re.compile(r"\bn\s*=\s*(\d+)|\b(\d+)\s+(?:runs|iterations|trials)\b", re.IGNORECASE)
+
+
+def side_of_label(label: str) -> str | None:
+    """ "before" or "after" when a label's first word names a side ("Before", "w/ patch")."""
+    words = label.lower().replace(":", " ").split()
+    if not words:
+        return None
+    first = words[0]
+    return "before" if first in _BEFORE_WORDS else "after" if first in _AFTER_WORDS else None
 
 
 def _labelled_value(line: BodyLine) -> LabelledValue | None:
-    match = _BA_LINE.match(line.text)
+    if len(line.text) > 500:
+        return None
+    match = _BA_LINE.match(normalize_text(line.text))
     if not match:
         return None
     label = match.group("label").strip()
@@ -109,13 +130,20 @@ def _labelled_value(line: BodyLine) -> LabelledValue | None:
     # A sentence ("with 16 threads on ...") is not a result line.
     if len(re.findall(r"[A-Za-z]{3,}", rest)) > 3:
         return None
+    unit = match.group("unit")
+    sd = None
+    if spread := _SD_AFTER.match(rest):
+        sd = to_float(spread.group("sd"))
+        unit = unit or spread.group("unit")
+        rest = rest[spread.end() :]
     pct = _PCT_IN_PARENS.search(rest)
     stated = None
     if pct:
         stated = float(pct.group(1) or pct.group(2))
-    unit = match.group("unit")
+    runs = _N_ON_LINE.search(rest)
+    n = int(runs.group(1) or runs.group(2)) if runs else None
     return LabelledValue(
-        line, side, label.rstrip(":"), parse_number(match.group("value")), unit, stated
+        line, side, label.rstrip(":"), parse_number(match.group("value")), unit, stated, sd, n
     )
 
 
@@ -149,7 +177,7 @@ def before_after_pairs(block: Block, skip: set[int]) -> list[tuple[LabelledValue
 # Percentages in sentences
 
 _PERCENT = re.compile(
-    r"(?<![\w.])(?P<lo>[-+]?\d+(?:\.\d+)?)\s*%?\s*(?:-|–|~|to)\s*(?P<hi>\d+(?:\.\d+)?)\s*%"
+    r"(?<![\w.])(?P<lo>[-+]?\d+(?:\.\d+)?)\s?%?(?:\s?[-–~]\s?|\s+to\s+)(?P<hi>\d+(?:\.\d+)?)\s*%"
     r"|(?<![\w.])(?P<one>[-+]?\d+(?:\.\d+)?)\s*%"
 )
 _IMPROVEMENT = re.compile(
@@ -168,11 +196,28 @@ PERFORMANCE = re.compile(
 )
 
 
+# "higher is better" explains a metric; it claims nothing.
+_EXPLAINS = re.compile(r"\b(?:higher|lower|more|less|smaller|larger|bigger)\s+is\s+better\b", re.I)
+# Clauses: a direction word speaks of the numbers of its own clause only.
+_CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|while|whereas|although|and)\s+", re.IGNORECASE)
+
+
 def _direction(text: str) -> str | None:
+    text = _EXPLAINS.sub(" ", text)
     better, worse = bool(_IMPROVEMENT.search(text)), bool(_REGRESSION.search(text))
     if better == worse:
         return None
     return "improvement" if better else "regression"
+
+
+def _clause_direction(sentence: str, start: int) -> str | None:
+    """The direction the words of the clause holding position `start` give: "improved by 4%,
+    but latency is 2% worse" is one improvement and one regression, not two of neither."""
+    bounds = [0, *[m.end() for m in _CLAUSE.finditer(sentence)], len(sentence) + 1]
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        if lo <= start < hi:
+            return _direction(sentence[lo:hi])
+    return None
 
 
 def percentages(sentence: Sentence) -> list[StatedChange]:
@@ -188,12 +233,55 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     words = len(re.findall(r"[A-Za-z]{3,}", sentence.text))
     if len(re.findall(NUMBER, sentence.text)) > 4 and words < 4:
         return []
-    direction = _direction(sentence.text)
     found = []
-    for match in _PERCENT.finditer(sentence.text):
+    text = normalize_text(sentence.text)
+    for match in _PERCENT.finditer(text):
+        if _INSIDE_INTERVAL.search(text[max(0, match.start() - 30) : match.start()]):
+            continue  # the bounds of a stated interval are not changes
         if match.group("one") is not None:
             low = high = float(match.group("one"))
         else:
             low, high = float(match.group("lo")), float(match.group("hi"))
-        found.append(StatedChange(min(low, high), max(low, high), direction))
+        found.append(
+            StatedChange(min(low, high), max(low, high), _clause_direction(text, match.start()))
+        )
+    for match in TIMES.finditer(text):
+        factor = float(match.group("x"))
+        if factor > 1:
+            pct = round(100.0 * (factor - 1.0), 4)
+            word = "improvement" if match.group("way").lower() in _FASTER else "regression"
+            found.append(StatedChange(pct, pct, word))
     return found
+
+
+# "2x faster", "1.5 times slower", "3x the throughput".
+TIMES = re.compile(
+    r"(?<![\w.])(?P<x>\d+(?:\.\d+)?)\s*(?:x|times|×)\s+(?P<way>faster|quicker|better|higher|"
+    r"slower|worse|lower)\b",
+    re.IGNORECASE,
+)
+_FASTER = {"faster", "quicker", "better", "higher"}
+# "(95% CI: 1.2% to 3.0%)", "[+1.2%, +3.0%]": the percentages inside are an interval's bounds.
+_INSIDE_INTERVAL = re.compile(
+    r"(?:\bCI\b|confidence interval|interval)[^%]*$|\[\s*[-+]?\d[^\]]*$", re.I
+)
+STATED_CI = re.compile(
+    rf"(?:(?P<level>\d+(?:\.\d+)?)%\s*)?(?:CI|confidence interval)\s*[:=]?\s*[\[(]?\s*"
+    rf"(?P<lo>[-+]?{NUMBER})\s*%?\s*(?:,|to|\.\.|-(?=\s*[-+]?\d))\s*(?P<hi>[-+]?{NUMBER})\s*%",
+    re.IGNORECASE,
+)
+STATED_P = re.compile(r"\bp\s*(?:-value)?\s*(?:=|<|<=)\s*(?P<p>\d*\.?\d+(?:e-?\d+)?)", re.I)
+
+
+def stated_interval(text: str) -> tuple[float, float] | None:
+    """An interval of the change the author gave ("95% CI: +1.2% to +3.0%"), in percent."""
+    match = STATED_CI.search(normalize_text(text))
+    if not match:
+        return None
+    lo, hi = to_float(match.group("lo")), to_float(match.group("hi"))
+    return None if lo is None or hi is None else (min(lo, hi), max(lo, hi))
+
+
+def stated_pvalue(text: str) -> float | None:
+    match = STATED_P.search(normalize_text(text))
+    return float(match.group("p")) if match else None

@@ -10,11 +10,12 @@ A leading run-number column is dropped; bare rows of numbers with neither header
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better
+from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
 from bot.analysis.claims.model import ResultTable, TableColumn
+from bot.analysis.claims.numbers import Budget, normalize_text
 from bot.analysis.claims.text import Block, BodyLine
 
 _SEPARATOR = re.compile(r"^\s*[=\-_+|*~]{3,}[\s=\-_+|*~]*$")
@@ -23,8 +24,17 @@ _SUMMARY_LABEL = re.compile(
     r"p\d{2}|range|sum|total)[:.]?$",
     re.IGNORECASE,
 )
-_ROW_LABEL = re.compile(r"^(?:num|no\.?|#|run|runs|iter\w*|n)$", re.IGNORECASE)
+_ROW_LABEL = re.compile(r"^(?:num|no\.?|#|run|runs|iter\w*|n|trial)$", re.IGNORECASE)
 _FLOAT = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+# A run's label at the start of a row: "run1", "run 1", "#1", "1:", "iter3", "trial 2", "[1]".
+_RUN_LABEL = re.compile(
+    r"^\s*(?:(?:run|iter(?:ation)?|trial|test|round)\s*#?\s*\d+:?|#\s*\d+:?|\d+:|\[\d+\])\s+",
+    re.IGNORECASE,
+)
+# A unit in a column header: "lat(ms)", "bw[MB/s]", "latency-us", "MB/s".
+_HEADER_UNIT = re.compile(
+    r"[(\[]([^)\]]+)[)\]]$|[-_]((?:m|u|n)?s|ms|us|[kmg]b/s|iops|ops/s)$", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -33,12 +43,19 @@ class TableFound:
     lines: tuple[BodyLine, ...]  # heading, runs and summary rows, blank lines left out
 
 
-def find_tables(block: Block, benchmarks: Sequence[str]) -> list[TableFound]:
-    """Tables of per-run rows, with their headers, kernel names and summary rows."""
+def find_tables(
+    block: Block, benchmarks: Sequence[str], budget: Budget | None = None
+) -> list[TableFound]:
+    """Tables of per-run rows (kernels as columns, or as rows of runs), with their headers,
+    kernel names and summary rows."""
+    budget = budget or Budget()
     lines = list(block.lines)
-    found: list[TableFound] = []
+    found: list[TableFound] = list(_kernel_row_tables(lines, benchmarks, budget))
+    taken = {ln.number for t in found for ln in t.lines}
+    lines = [ln for ln in lines if ln.number not in taken]
     i = 0
     while i < len(lines):
+        budget.charge()
         if _numbers(lines[i].text) is None:
             i += 1
             continue
@@ -63,13 +80,13 @@ def find_tables(block: Block, benchmarks: Sequence[str]) -> list[TableFound]:
                 kernels = [""] * ncols  # parameters of one kernel's runs (threads, groups, ...)
             else:
                 kernels, headers = list(headers), [""] * ncols  # one kernel per column
-        columns = tuple(
-            TableColumn(kernels[c], headers[c], tuple(r[c] for r in rows), summary[c])
-            for c in range(ncols)
-        )
         context = " ".join(ln.text for ln in lines[max(0, top - 3) : top + 1])
         unit_match = UNIT_WORDS.search(context)
         unit = unit_match.group(1) if unit_match else None
+        columns = tuple(
+            _column(kernels[c], headers[c], tuple(r[c] for r in rows), summary[c], benchmarks)
+            for c in range(ncols)
+        )
         heading = tuple(
             ln for ln in lines[top:i] if ln.text.strip() and not _SEPARATOR.match(ln.text)
         )
@@ -85,15 +102,78 @@ def find_tables(block: Block, benchmarks: Sequence[str]) -> list[TableFound]:
             ln for ln in lines if lines[top].number <= ln.number <= last.number and ln.text.strip()
         )
         found.append(TableFound(table, spanned))
-        i = lines.index(last) + 1
+        i = max(i + 1, next(k for k in range(i, len(lines)) if lines[k] is last) + 1)
     return found
 
 
+def _column(
+    kernel: str,
+    header: str,
+    samples: tuple[float, ...],
+    summary: dict[str, float],
+    benchmarks: Sequence[str],
+) -> TableColumn:
+    """A column with the unit and direction its own header names ("lat(ms)", "bw(MB/s)")."""
+    match = _HEADER_UNIT.search(header)
+    unit = (match.group(1) or match.group(2)) if match else None
+    higher = metric_higher_is_better(header, unit) if header and not _FLOAT.match(header) else None
+    return TableColumn(kernel, header, samples, summary, unit, higher)
+
+
 def _numbers(text: str) -> list[float] | None:
-    words = text.split()
+    """The numbers of a row of runs, a leading run label ("run3", "#3", "3:") left out."""
+    if len(text) > 4000:
+        return None
+    words = _RUN_LABEL.sub("", normalize_text(text), count=1).split()
     if len(words) < 2 or not all(_FLOAT.match(w) for w in words):
         return None
     return [float(w) for w in words]
+
+
+# "base:    12.31 12.40 12.28 12.35 12.33": one kernel's runs on one line, kernels as rows.
+_KERNEL_ROW = re.compile(
+    r"^\s*(?P<label>[A-Za-z][\w.+/()-]*(?: [\w.+/()-]+){0,3})\s*[:=]?\s+"
+    r"(?P<runs>[-+]?\d[\d.]*(?:[ ,]+[-+]?\d[\d.]*){2,})\s*(?P<unit>[A-Za-z/]+)?\s*$"
+)
+
+
+def _kernel_row_tables(
+    lines: Sequence[BodyLine], benchmarks: Sequence[str], budget: Budget
+) -> Iterable[TableFound]:
+    """Consecutive lines each holding one kernel's runs (three or more numbers after a label)."""
+    group: list[tuple[BodyLine, str, tuple[float, ...], str | None]] = []
+    for line in [*lines, None]:
+        budget.charge()
+        row = _kernel_row(line) if line is not None else None
+        if row and (not group or len(row[1]) == len(group[0][2])):
+            group.append((line, *row))  # type: ignore[arg-type]
+            continue
+        if len(group) >= 2 and not _SUMMARY_LABEL.match(group[0][1]):
+            yield _rows_table(group, benchmarks)
+        group = [(line, *row)] if row and line is not None else []  # type: ignore[list-item]
+
+
+def _kernel_row(line: BodyLine) -> tuple[str, tuple[float, ...], str | None] | None:
+    text = normalize_text(line.text)
+    if len(text) > 4000:
+        return None
+    match = _KERNEL_ROW.match(text)
+    if not match or _RUN_LABEL.match(text) or _SUMMARY_LABEL.match(match.group("label")):
+        return None
+    values = [float(v) for v in re.split(r"[ ,]+", match.group("runs").strip()) if _FLOAT.match(v)]
+    if len(values) < 3:
+        return None
+    return match.group("label").strip(), tuple(values), match.group("unit")
+
+
+def _rows_table(
+    group: Sequence[tuple[BodyLine, str, tuple[float, ...], str | None]], benchmarks: Sequence[str]
+) -> TableFound:
+    unit = next((u for *_, u in group if u), None)
+    higher = higher_is_better(unit, benchmarks)
+    columns = tuple(TableColumn(label, "", runs, {}, unit, higher) for _, label, runs, _ in group)
+    table = ResultTable(tuple(dict.fromkeys(c.kernel for c in columns)), columns, unit, higher, ())
+    return TableFound(table, tuple(line for line, *_ in group))
 
 
 def _is_gap(line: BodyLine) -> bool:
@@ -181,6 +261,8 @@ def _summary_below(
     used: list[BodyLine] = []
     gap = 0
     while j < len(lines):
+        if len(lines[j].text) > 4000:
+            break
         if _is_gap(lines[j]):
             gap += 1
             if gap > 2:

@@ -1,0 +1,186 @@
+"""What one measurement's own numbers can carry (docs/claims.md, "Judging").
+
+- per-run samples on both sides: the table's rank comparison (`judge_table`), given in;
+- means with a per-run spread and a run count: Welch's t-test on the means, with its interval of
+  the relative change; an interval or p-value the author stated is checked against it;
+- a spread but no run count (lkp, mmtests tables): the fewest runs per side at which the change
+  would be significant (Student's t), and what the tool itself marked;
+- a run count but no spread: the largest per-run CV at which the change would hold (t);
+- one number per side: it cannot be told from noise, and the judgement says what it would need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats
+
+from bot.analysis.claim_spread import max_cv_for_significance, min_runs_for_significance
+from bot.analysis.claims.arithmetic import arithmetic_checks
+from bot.analysis.claims.measurement import Measurement
+from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
+
+# Runs per side a reader is told about when a claim has one number a side.
+REFERENCE_RUNS = 5
+
+
+@dataclass(frozen=True)
+class MeasurementJudgement:
+    status: str  # "judged", "needs-runs", "needs-spread", "no-data"
+    verdict: str  # "improvement", "regression", "increase", "decrease", "no change",
+    # "inconclusive", or the status when nothing could be judged
+    summary: str
+    method: str | None = None  # "rank test on the runs", "Welch t on mean ± sd"
+    estimate_pct: float | None = None
+    ci_pct: tuple[float, float] | None = None
+    p_value: float | None = None
+    checks: tuple[str, ...] = field(default_factory=tuple)  # arithmetic and stated CI/p
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "method": self.method,
+            "estimate_pct": None if self.estimate_pct is None else round(self.estimate_pct, 4),
+            "ci_pct": [round(v, 4) for v in self.ci_pct] if self.ci_pct else None,
+            "p_value": significant(self.p_value),
+            "checks": list(self.checks),
+        }
+
+
+def significant(p: float | None, digits: int = 3) -> float | None:
+    """A p-value in significant digits: 7.4e-07 stays 7.4e-07, never 1e-06 or 0.0."""
+    if p is None or p != p:
+        return None
+    return float(f"{p:.{digits}g}")
+
+
+def direction_verdict(change: float, higher: bool | None) -> str:
+    if higher is None:
+        return "increase" if change > 0 else "decrease"
+    return "improvement" if (change > 0) == higher else "regression"
+
+
+def judge_measurement(
+    m: Measurement, *, delta: float = DEFAULT_DELTA, alpha: float = DEFAULT_ALPHA
+) -> MeasurementJudgement:
+    """What the measurement's numbers can carry, without per-run samples."""
+    checks = tuple(arithmetic_checks(m))
+    change = m.change_pct
+    if change is None or m.base is None or m.patched is None or m.base <= 0 or m.patched <= 0:
+        return MeasurementJudgement(
+            "no-data", "no-data", "No pair of positive values to compare.", checks=checks
+        )
+    level = f"{100 * alpha:g}%"
+    cvs = [c for c in (m.cv_base_pct, m.cv_patched_pct) if c is not None]
+    n_base, n_patched = m.n_base, m.n_patched
+    if cvs and n_base and n_patched and n_base >= 2 and n_patched >= 2:
+        return _welch(m, change, n_base, n_patched, delta, alpha, checks)
+    if cvs:
+        cv = max(cvs)
+        runs = min_runs_for_significance(change, cv, alpha)
+        need = (
+            f"with a per-run CV of {cv:.2g}% it would be significant at {level} with {runs} or "
+            "more runs per side (Student's t)"
+            if runs
+            else f"with a per-run CV of {cv:.2g}% no run count up to 10,000 would make it "
+            "significant"
+        )
+        marked = ""
+        if m.marked_significant is not None:
+            marked = " mmtests marked it " + (
+                "significant (*x%*)." if m.marked_significant else "not significant ((x%))."
+            )
+        return MeasurementJudgement(
+            "needs-runs",
+            "needs-runs",
+            f"{change:+.2f}%, runs not given: {need}.{marked}",
+            checks=checks,
+        )
+    if n_base and n_patched and min(n_base, n_patched) >= 2:
+        cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, min(n_base, n_patched), alpha)
+        return MeasurementJudgement(
+            "needs-spread",
+            "needs-spread",
+            f"{change:+.2f}% from {min(n_base, n_patched)} runs per side, with no spread given: "
+            f"cannot be judged. It is significant at {level} only if the per-run CV is below "
+            f"{cv_max:.1f}% (Student's t).",
+            checks=checks,
+        )
+    cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, REFERENCE_RUNS, alpha)
+    return MeasurementJudgement(
+        "no-data",
+        "no-data",
+        f"{change:+.2f}% from one number per side: cannot be told from noise. With "
+        f"{REFERENCE_RUNS} runs per side it would hold at {level} if the per-run CV were below "
+        f"{cv_max:.1f}%.",
+        checks=checks,
+    )
+
+
+def _welch(
+    m: Measurement,
+    change: float,
+    n_base: int,
+    n_patched: int,
+    delta: float,
+    alpha: float,
+    checks: tuple[str, ...],
+) -> MeasurementJudgement:
+    assert m.base is not None and m.patched is not None
+    # A side without its own spread is taken to have the other side's CV.
+    cv_b = m.cv_base_pct if m.cv_base_pct is not None else m.cv_patched_pct
+    cv_p = m.cv_patched_pct if m.cv_patched_pct is not None else m.cv_base_pct
+    assert cv_b is not None and cv_p is not None
+    var_b = (cv_b / 100.0 * m.base) ** 2 / n_base
+    var_p = (cv_p / 100.0 * m.patched) ** 2 / n_patched
+    se = math.sqrt(var_b + var_p)
+    diff = m.patched - m.base
+    if se == 0:
+        p, df, lo, hi = (0.0 if diff else 1.0), float(n_base + n_patched - 2), diff, diff
+    else:
+        df = (var_b + var_p) ** 2 / (
+            var_b**2 / max(n_base - 1, 1) + var_p**2 / max(n_patched - 1, 1)
+        )
+        p = float(2.0 * stats.t.sf(abs(diff) / se, df))
+        t = float(stats.t.ppf(1.0 - alpha / 2.0, df))
+        lo, hi = diff - t * se, diff + t * se
+    ci = (100.0 * lo / m.base, 100.0 * hi / m.base)
+    if p <= alpha:
+        verdict = direction_verdict(change, m.higher_is_better)
+    elif -100 * delta < ci[0] and ci[1] < 100 * delta:
+        verdict = "no change"
+    else:
+        verdict = "inconclusive"
+    extra = list(checks) + _stated_checks(m, ci, p, alpha)
+    summary = (
+        f"{change:+.2f}% [{ci[0]:+.2f}%, {ci[1]:+.2f}%] Welch t p={significant(p, 2):g} "
+        f"(n {n_base}/{n_patched}, CV {cv_b:.2g}%/{cv_p:.2g}%): {verdict}"
+    )
+    return MeasurementJudgement(
+        "judged", verdict, summary, "Welch t on mean ± sd", change, ci, p, tuple(extra)
+    )
+
+
+def _stated_checks(m: Measurement, ci: tuple[float, float], p: float, alpha: float) -> list[str]:
+    notes = []
+    if m.stated_ci_pct is not None:
+        lo, hi = m.stated_ci_pct
+        width = max(ci[1] - ci[0], 0.1)
+        agrees = abs(lo - ci[0]) <= 0.25 * width + 0.1 and abs(hi - ci[1]) <= 0.25 * width + 0.1
+        notes.append(
+            f"The stated interval [{lo:+g}%, {hi:+g}%] "
+            + ("agrees with" if agrees else "does not agree with")
+            + f" the data shown ([{ci[0]:+.2f}%, {ci[1]:+.2f}%])."
+        )
+    if m.stated_p is not None:
+        same_side = (m.stated_p <= alpha) == (p <= alpha)
+        notes.append(
+            f"The stated p={m.stated_p:g} "
+            + ("agrees with" if same_side else "does not agree with")
+            + f" the data shown (Welch p={significant(p, 2):g})."
+        )
+    return notes

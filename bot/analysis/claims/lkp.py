@@ -1,0 +1,120 @@
+"""The kernel test robot's comparison tables (lkp-tests `compare`), read into measurements.
+
+lkp prints, under the two commits' ids and a rule,
+
+             %stddev     %change         %stddev
+                 \\          |                \\
+        263173           -11.7%     232411        will-it-scale.per_process_ops
+        138055 ± 18%     +33.4%     184128 ± 14%  cpuidle..usage
+          0.37 ±  6%      +1.9        2.25 ±  5%  mpstat.cpu.all.soft%
+
+The value columns are each commit's mean over its runs; "± x%" is the standard deviation as a
+percentage of that mean (a per-run CV), blank when lkp printed none; %change is relative, except
+for metrics that are themselves percentages (`...%`), where lkp prints the difference in points
+without a % sign. More than two commits give more (%change, value) pairs, each against the first.
+lkp does not print the run count in the table; a count stated in the text is used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bot.analysis.claims.benchmarks import metric_higher_is_better
+from bot.analysis.claims.measurement import Measurement
+from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
+from bot.analysis.claims.text import Block, BodyLine
+
+_HEADER = re.compile(r"%stddev\s+%change\s+%stddev")
+# "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers.
+_VALUE = rf"(?P<vI>{NUMBER})(?:\s*[±ą]\s*(?P<sI>\d+(?:\.\d+)?)%)?"
+_CHANGE = r"(?P<cI>[-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?%?)"
+
+
+def _row_pattern(kernels: int) -> re.Pattern[str]:
+    parts = [_VALUE.replace("I>", "0>")]
+    for i in range(1, kernels):
+        parts.append(_CHANGE.replace("I>", f"{i}>") + r"\s+" + _VALUE.replace("I>", f"{i}>"))
+    return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s+(?P<name>\S+)\s*$", re.IGNORECASE)
+
+
+def find_lkp_tables(
+    block: Block, runs: int | None, budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
+    """(measurements, lines, kernel ids) for every lkp comparison table in the block."""
+    lines = list(block.lines)
+    found = []
+    for i, line in enumerate(lines):
+        budget.charge()
+        if not _HEADER.search(line.text):
+            continue
+        kernels = line.text.count("%stddev")
+        ids = _commit_ids(lines, i, kernels)
+        pattern = _row_pattern(kernels)
+        measurements: list[Measurement] = []
+        used = [ln for ln in lines[max(0, i - 2) : i + 1] if ln.text.strip()]
+        j = i + 1
+        while j < len(lines):
+            budget.charge()
+            text = normalize_text(lines[j].text)
+            if set(text.strip()) <= set("\\| "):
+                j += 1
+                if not text.strip():
+                    break
+                used.append(lines[j - 1])
+                continue
+            match = pattern.match(text) if len(text) < 2000 else None
+            if not match:
+                break
+            measurements.extend(_row(match, kernels, ids, runs, lines[j]))
+            used.append(lines[j])
+            j += 1
+        if measurements:
+            found.append((measurements, tuple(used), ids))
+    return found
+
+
+def _commit_ids(lines: Sequence[BodyLine], header: int, kernels: int) -> tuple[str, ...]:
+    """The commit ids printed above the rule above the header, else "base", "patched"."""
+    for k in range(header - 1, max(-1, header - 4), -1):
+        words = lines[k].text.split()
+        if len(words) == kernels and not all(set(w) <= set("-") for w in words):
+            return tuple(words)
+    return ("base",) + tuple(f"patched{'' if i == 1 else i}" for i in range(1, kernels))
+
+
+def _row(
+    match: re.Match[str], kernels: int, ids: Sequence[str], runs: int | None, line: BodyLine
+) -> list[Measurement]:
+    name = match.group("name")
+    base = to_float(match.group("v0"))
+    base_sd = _float_or_none(match.group("s0"))
+    higher = metric_higher_is_better(name)
+    rows = []
+    for i in range(1, kernels):
+        change = match.group(f"c{i}")
+        points = not change.endswith("%")
+        rows.append(
+            Measurement(
+                metric=name,
+                base=base,
+                patched=to_float(match.group(f"v{i}")),
+                unit="%" if name.endswith("%") else None,
+                n_base=runs,
+                n_patched=runs,
+                cv_base_pct=base_sd,
+                cv_patched_pct=_float_or_none(match.group(f"s{i}")),
+                spread_source="lkp %stddev",
+                higher_is_better=higher,
+                stated_pct=float(change.rstrip("%")),
+                stated_kind="points" if points else "relative",
+                base_label=ids[0],
+                patched_label=ids[i] if i < len(ids) else f"patched{i}",
+                line=line,
+            )
+        )
+    return rows
+
+
+def _float_or_none(text: str | None) -> float | None:
+    return float(text) if text is not None else None

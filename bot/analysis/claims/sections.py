@@ -1,0 +1,237 @@
+"""Tool output pasted once per kernel, read into measurements by pairing the same metric across
+the pastes: perf stat, kernbench, fio, stress-ng, and "name: mean ± sd" summaries.
+
+Each paste is a *section*: it starts at the tool's own heading (perf stat's "Performance counter
+stats for '...' (10 runs):", kernbench's "Average Optimal load -j 16 Run (std deviation):",
+fio's "job: (groupid=0, jobs=1): ...", stress-ng's "stressor  bogo ops ..." line) or at a line
+naming the kernel ("Before:", "v6.8-rc1 + this series:"). Sections of the same kind are paired in
+body order, the first the base (or the one a "before"/"base" word names); every metric printed in
+both becomes a measurement.
+
+What each tool's numbers mean:
+- perf stat -r N: the value is the mean of N runs and "( +- x% )" the standard error of that mean
+  relative to it, so the per-run CV is x * sqrt(N); "+- y seconds" is that error in the unit.
+- kernbench: "Elapsed Time 93.34 (0.51)" is the mean and, in brackets, the standard deviation
+  over the runs of that load (the heading says "std deviation").
+- fio: one run; "avg=..., stdev=..." of a latency is the spread over I/Os, not over runs, so it
+  is no run-to-run spread; IOPS/BW are rates (higher is better), clat/lat times (lower).
+- stress-ng --metrics: bogo ops/s of one run per stressor (higher is better).
+- "name: 12345 ± 120 (n=10)": mean ± standard deviation over n runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.analysis.claims.benchmarks import higher_is_better, metric_higher_is_better
+from bot.analysis.claims.measurement import Measurement
+from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
+from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.text import Block, BodyLine
+
+_PERF_HEAD = re.compile(r"Performance counter stats for .*?(?:\((\d+) runs\))?:?\s*$")
+_PERF_ROW = re.compile(
+    rf"^\s*(?P<v>{NUMBER})\s+(?:\+-\s+(?P<err>{NUMBER})\s+)?(?P<unit>msec|seconds|sec)?\s*"
+    rf"(?P<name>time elapsed|user|sys|[A-Za-z][\w\-:./]*)\s*(?:#[^(]*)?"
+    rf"(?:\(\s*\+-\s*(?P<sem>{NUMBER})\s*%\s*\))?\s*(?:\(\d+\.\d+%\))?\s*$"
+)
+_KERNBENCH_HEAD = re.compile(r"^\s*Average\s+(.*?load.*?Run)\s*\(std deviation\):?\s*$", re.I)
+_KERNBENCH_ROW = re.compile(
+    rf"^\s*(?P<name>[A-Z][A-Za-z ]+?)\s+(?P<v>{NUMBER})\s+\((?P<sd>{NUMBER})\)\s*$"
+)
+_FIO_HEAD = re.compile(r"^\s*(\S+): \(groupid=\d+, jobs=\d+\)")
+_FIO_RATE = re.compile(
+    rf"^\s*(?P<dir>read|write|trim)\s*:\s*IOPS=(?P<iops>{NUMBER})(?P<k>[kKM]?),\s*BW=(?P<bw>{NUMBER})"
+    r"(?P<bwu>[KMG]i?B/s)"
+)
+_FIO_LAT = re.compile(
+    rf"^\s*(?P<kind>s?c?lat)\s+\((?P<u>[nmu]sec)\):\s*min=\s*{NUMBER}[kK]?,\s*max=\s*{NUMBER}[kK]?,"
+    rf"\s*avg=\s*(?P<avg>{NUMBER}),\s*stdev=\s*(?P<sd>{NUMBER})"
+)
+_STRESS_HEAD = re.compile(r"stressor\s+bogo ops\s+real time")
+_STRESS_ROW = re.compile(
+    rf"^stress-ng:\s+(?:info|metrc):\s+\[\d+\]\s+(?P<name>[\w-]+)\s+(?P<ops>{NUMBER})\s+"
+    rf"{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+(?P<rt>{NUMBER})\s+(?P<ut>{NUMBER})"
+)
+_MEAN_SD = re.compile(
+    rf"^\s*(?P<name>[A-Za-z][\w .()/%-]*?)\s*[:=]\s*(?P<v>{NUMBER})\s*(?:\+/-|\+-|±)\s*"
+    rf"(?P<sd>{NUMBER})\s*(?P<pct>%)?\s*(?P<unit>[A-Za-z/µ]+)?\s*"
+    r"(?:\(\s*n\s*=\s*(?P<n>\d+)\s*\)|,?\s*(?P<n2>\d+)\s+runs)?\s*$"
+)
+_SIDE_LINE = re.compile(r"^\s*(?:\[)?(?P<label>[\w.+/ -]{1,60}?)\s*(?:\])?\s*:\s*$")
+
+
+@dataclass
+class _Record:
+    value: float
+    line: BodyLine
+    unit: str | None = None
+    sd: float | None = None  # per-run standard deviation, in the unit
+    cv: float | None = None  # per-run CV in percent
+    n: int | None = None
+    source: str | None = None
+    higher: bool | None = None
+
+
+@dataclass
+class _Section:
+    kind: str
+    label: str
+    n: int | None
+    lines: list[BodyLine] = field(default_factory=list)
+    records: dict[str, _Record] = field(default_factory=dict)
+
+
+def find_tool_sections(
+    block: Block, runs: int | None, budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
+    """(measurements, lines, kernel labels) for each pair of same-kind sections in the block."""
+    sections: list[_Section] = []
+    pending_label: str | None = None
+    current: _Section | None = None
+    for line in block.lines:
+        budget.charge()
+        text = normalize_text(line.text)
+        if not text.strip() or len(text) > 2000:
+            continue
+        head = _heading(text, pending_label)
+        if head is not None:
+            current = head
+            current.lines.append(line)
+            sections.append(current)
+            pending_label = None
+            continue
+        side = _SIDE_LINE.match(text)
+        if (
+            side
+            and side_of_label(side.group("label")) is not None
+            or (side and re.search(r"\d\.\d|-rc\d|kernel|patch", side.group("label"), re.I))
+        ):
+            pending_label = side.group("label").strip()
+            current = None
+            continue
+        parsed = _record(text, line, current)
+        if parsed is None:
+            continue
+        name, record = parsed
+        if current is None or name in current.records:
+            current = _Section("mean-sd", pending_label or f"#{len(sections) + 1}", None)
+            sections.append(current)
+            pending_label = None
+        current.records.setdefault(name, record)
+        current.lines.append(line)
+    return _pair(sections, runs)
+
+
+def _heading(text: str, label: str | None) -> _Section | None:
+    if m := _PERF_HEAD.search(text):
+        return _Section("perf stat", label or "", int(m.group(1)) if m.group(1) else None)
+    if m := _KERNBENCH_HEAD.match(text):
+        return _Section(f"kernbench {m.group(1)}", label or "", None)
+    if _FIO_HEAD.match(text):
+        return _Section("fio", label or "", 1)
+    if _STRESS_HEAD.search(text):
+        return _Section("stress-ng", label or "", 1)
+    return None
+
+
+def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _Record] | None:
+    kind = section.kind if section else ""
+    if kind == "perf stat" and (m := _PERF_ROW.match(text)):
+        value = to_float(m.group("v"))
+        if value is None:
+            return None
+        n = section.n if section else None
+        sem = to_float(m.group("sem")) if m.group("sem") else None
+        cv = sem * math.sqrt(n) if sem is not None and n else None
+        unit = m.group("unit")
+        name = m.group("name").strip()
+        if unit in ("seconds", "sec"):
+            name = f"seconds {name}"  # perf's own words: "seconds time elapsed", "seconds user"
+        higher = False if unit else None
+        return name, _Record(value, line, unit, None, cv, n, "perf stat +- (sem)", higher)
+    if kind.startswith("kernbench") and (m := _KERNBENCH_ROW.match(text)):
+        value, sd = to_float(m.group("v")), to_float(m.group("sd"))
+        if value is None:
+            return None
+        name = m.group("name").strip()
+        cv = 100.0 * sd / value if sd is not None and value else None
+        return name, _Record(value, line, None, sd, cv, None, "kernbench std deviation",
+                             metric_higher_is_better(name))  # fmt: skip
+    if kind == "fio":
+        if m := _FIO_RATE.match(text):
+            scale = {"k": 1e3, "K": 1e3, "M": 1e6}.get(m.group("k"), 1.0)
+            iops = (to_float(m.group("iops")) or 0.0) * scale
+            return f"{m.group('dir')} IOPS", _Record(iops, line, "IOPS", n=1, higher=True)
+        if m := _FIO_LAT.match(text):
+            avg = to_float(m.group("avg"))
+            if avg is None:
+                return None
+            return f"{m.group('kind')} avg ({m.group('u')})", _Record(
+                avg, line, m.group("u"), n=1, higher=False
+            )
+    if kind == "stress-ng" and (m := _STRESS_ROW.match(text)):
+        rate = to_float(m.group("rt"))
+        if rate is None:
+            return None
+        return f"{m.group('name')} bogo ops/s", _Record(rate, line, "bogo ops/s", n=1, higher=True)
+    if m := _MEAN_SD.match(text):
+        value, sd = to_float(m.group("v")), to_float(m.group("sd"))
+        if value is None or sd is None or side_of_label(m.group("name")) is not None:
+            return None
+        n_text = m.group("n") or m.group("n2")
+        cv = sd if m.group("pct") else (100.0 * sd / value if value else None)
+        unit = m.group("unit")
+        name = m.group("name").strip()
+        return name, _Record(value, line, unit, None if m.group("pct") else sd, cv,
+                             int(n_text) if n_text else None, "mean ± sd",
+                             metric_higher_is_better(name, unit))  # fmt: skip
+    return None
+
+
+def _pair(
+    sections: Sequence[_Section], runs: int | None
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
+    by_kind: dict[str, list[_Section]] = {}
+    for section in sections:
+        if section.records:
+            by_kind.setdefault(section.kind, []).append(section)
+    found = []
+    for group in by_kind.values():
+        if len(group) < 2:
+            continue
+        group = sorted(group, key=lambda s: side_of_label(s.label) == "after")
+        base = group[0]
+        for other in group[1:]:
+            measurements = [
+                _measurement(name, base, other, runs)
+                for name in base.records
+                if name in other.records
+            ]
+            lines = tuple(sorted(base.lines + other.lines, key=lambda ln: ln.number))
+            found.append((measurements, lines, (base.label or "base", other.label or "patched")))
+    return found
+
+
+def _measurement(name: str, base: _Section, other: _Section, runs: int | None) -> Measurement:
+    a, b = base.records[name], other.records[name]
+    unit = a.unit or b.unit
+    higher = a.higher if a.higher is not None else higher_is_better(unit)
+    return Measurement(
+        metric=name,
+        base=a.value,
+        patched=b.value,
+        unit=unit,
+        n_base=a.n or base.n or runs,
+        n_patched=b.n or other.n or runs,
+        cv_base_pct=a.cv,
+        cv_patched_pct=b.cv,
+        spread_source=a.source if a.cv is not None or b.cv is not None else None,
+        higher_is_better=higher,
+        base_label=base.label or "base",
+        patched_label=other.label or "patched",
+        line=b.line,
+    )

@@ -1,0 +1,50 @@
+"""mmtests compare-kernels output read into measurements (bot/analysis/claims/mmtests.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.analysis.claims import analyse_message
+
+MMTESTS = """\
+    Lower is better; higher is better for tput, a 3% change is noise here.
+
+    hackbench-process-pipes
+                                   6.8.0-rc1              6.8.0-rc1
+                                     vanilla        lru-batch-v2r3
+    Amean     4        0.4251 (   0.00%)      0.4107 *   3.39%*
+    Amean     16       1.2010 (   0.00%)      1.1958 (   0.43%)
+    Stddev    4        0.0051 (   0.00%)      0.0060 ( -17.65%)
+    Stddev    16       0.0211 (   0.00%)      0.0190 (   9.95%)
+"""
+
+
+def analysed():
+    return analyse_message("s", "Mel <mel@example.org>", textwrap.dedent(MMTESTS))
+
+
+def test_bracketed_gain_of_a_time_means_the_time_went_down() -> None:
+    [claim] = [c.claim for c in analysed().claims if c.claim.kind == "summary"]
+    four = {m.metric: m for m in claim.measurements}["4"]
+    assert (four.base, four.patched) == (0.4251, 0.4107)
+    assert four.higher_is_better is False  # +3.39% gain while the value fell: a time
+    assert four.stated_kind == "gain" and four.marked_significant is True
+    assert four.cv_base_pct == 100 * 0.0051 / 0.4251
+    assert {m.metric: m for m in claim.measurements}["16"].marked_significant is False
+    assert (four.base_label, four.patched_label) == ("vanilla", "lru-batch-v2r3")
+
+
+def test_zero_percent_cells_and_the_higher_is_better_sentence_claim_nothing() -> None:
+    result = analysed()
+    percentages = [c.claim for c in result.claims if c.claim.kind == "percentage"]
+    # "(0.00%)" is the base column, never a 0% improvement; "higher is better" explains a metric.
+    assert all(p.change is not None and p.change.direction is None for p in percentages)
+    assert [p.change.low_pct for p in percentages if p.change] == [3.0]
+
+
+def test_without_runs_the_judgement_says_how_many_runs_would_do() -> None:
+    result = analysed()
+    [judged] = [c for c in result.claims if c.claim.kind == "summary"]
+    four = judged.judgement.measurements[0]
+    assert four.status == "needs-runs"
+    assert "mmtests marked it significant" in four.summary

@@ -1,0 +1,72 @@
+"""Tool output pasted once per kernel (bot/analysis/claims/sections.py)."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+from bot.analysis.claims import analyse_message
+
+PERF = """\
+    Before:
+
+     Performance counter stats for 'hackbench -g 20' (10 runs):
+
+             30,123.45 msec task-clock          #   15.234 CPUs utilized    ( +-  0.45% )
+                12,345      context-switches    #    0.410 K/sec    ( +-  3.21% )
+            1.97712 +- 0.00891 seconds time elapsed  ( +-  0.45% )
+
+    After:
+
+     Performance counter stats for 'hackbench -g 20' (10 runs):
+
+             29,001.10 msec task-clock          #   15.001 CPUs utilized    ( +-  0.50% )
+                11,999      context-switches    #    0.414 K/sec    ( +-  2.90% )
+            1.90001 +- 0.00951 seconds time elapsed  ( +-  0.50% )
+"""
+
+
+def test_perf_stat_spread_is_the_error_of_the_mean_times_root_n() -> None:
+    result = analyse_message("s", "a <a@b.c>", textwrap.dedent(PERF))
+    [claim] = [c for c in result.claims if c.claim.kind == "summary"]
+    by_metric = {m.metric: m for m in claim.claim.measurements}
+    elapsed = by_metric["seconds time elapsed"]
+    assert (elapsed.base, elapsed.patched, elapsed.n) == (1.97712, 1.90001, 10)
+    assert math.isclose(elapsed.cv_base_pct, 0.45 * math.sqrt(10))
+    assert elapsed.higher_is_better is False
+    assert by_metric["task-clock"].base == 30123.45
+    assert by_metric["context-switches"].higher_is_better is None  # a counter: neutral
+    # Judged with Welch's t from mean, CV and runs: -3.9% at CV 1.4% over 10 runs.
+    pairs = zip(claim.claim.measurements, claim.judgement.measurements, strict=True)
+    verdicts = {m.metric: j.verdict for m, j in pairs}
+    assert verdicts["seconds time elapsed"] == "improvement"
+    assert verdicts["context-switches"] == "inconclusive"
+
+
+KERNBENCH = """\
+    kernbench, average of 5 runs:
+
+    6.9.0-vanilla:
+    Average Optimal load -j 32 Run (std deviation):
+    Elapsed Time 93.340 (0.410)
+    User Time 1203.500 (4.100)
+
+    6.9.0-patched:
+    Average Optimal load -j 32 Run (std deviation):
+    Elapsed Time 72.800 (0.390)
+    User Time 1384.000 (5.200)
+
+    The elapsed time is 22% shorter.
+"""
+
+
+def test_kernbench_brackets_are_standard_deviations_and_user_time_is_not_mentioned() -> None:
+    result = analyse_message("s", "a <a@b.c>", textwrap.dedent(KERNBENCH))
+    [claim] = [c for c in result.claims if c.claim.kind == "summary"]
+    elapsed = claim.claim.measurements[0]
+    assert (elapsed.metric, elapsed.base, elapsed.n) == ("Elapsed Time", 93.34, 5)
+    assert math.isclose(elapsed.cv_base_pct, 100 * 0.41 / 93.34)
+    # User time rose 15% beside the 22% shorter elapsed time the author wrote about.
+    [unmentioned] = result.unmentioned
+    assert unmentioned.metric == "User Time" and unmentioned.verdict == "regression"
+    assert round(unmentioned.change_pct) == 15

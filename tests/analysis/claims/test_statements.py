@@ -1,0 +1,75 @@
+"""Claims in prose (bot/analysis/claims/statements.py, extract.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.analysis.claims import analyse_message
+
+
+def analysed(body: str):
+    return analyse_message("s", "Rev Iewer <rev@example.org>", textwrap.dedent(body))
+
+
+def test_vs_arrow_and_from_to_with_thousands_separators() -> None:
+    result = analysed(
+        """\
+        Throughput went from 1,234,567 to 1 301 220 ops/s with the series.
+
+        Latency is 12.1 ms vs 11.4 ms now.
+
+        On Mon, 3 Jun 2024, Jane Dev <jane@example.org> wrote:
+        > Elapsed time 93.4s -> 88.1s on the build.
+        """
+    )
+    pairs = [
+        (m.base, m.patched, m.higher_is_better) for c in result.claims for m in c.claim.measurements
+    ]
+    assert pairs == [(1234567, 1301220, True), (12.1, 11.4, False), (93.4, 88.1, False)]
+    quoted = result.claims[-1].claim
+    assert quoted.speaker.role == "quoted" and quoted.speaker.name == "Jane Dev"
+
+
+def test_direction_words_bind_to_their_own_clause() -> None:
+    result = analysed(
+        "Throughput improved by 4% on the 64-thread run, but latency is 2% worse at 8 threads.\n"
+    )
+    directions = [c.claim.change.direction for c in result.claims if c.claim.change]
+    assert directions == ["improvement", "regression"]
+
+
+def test_higher_is_better_explains_and_claims_nothing() -> None:
+    result = analysed("Scores below, higher is better; the run-to-run noise is about 3% here.\n")
+    assert [c.claim.change.direction for c in result.claims if c.claim.change] == [None]
+
+
+def test_times_faster_and_reduced_by() -> None:
+    result = analysed("With the patch reclaim is 2x faster and the scan time is reduced by 30%.\n")
+    changes = sorted((c.claim.change.low_pct, c.claim.change.direction) for c in result.claims)
+    assert (100.0, "improvement") in changes and (30.0, None) in changes
+
+
+def test_a_claim_without_direction_contradicts_no_column() -> None:
+    rows = "\n".join(f"{10.0 + i * 0.01:.2f}   {11.0 + i * 0.01:.2f}" for i in range(6))
+    result = analysed(
+        f"   A       B\n ===============\n{rows}\n\nThe throughput difference is about 10%.\n"
+    )
+    summing_up = result.claims[1].judgement.summary
+    assert "contradicts" not in summing_up
+
+
+def test_mean_and_sd_with_runs_and_a_stated_interval_are_checked() -> None:
+    result = analysed(
+        """\
+        memtier_benchmark, 10 runs per kernel:
+
+        Before: 44017.78 ± 310.2 Ops/sec (n=10)
+        After:  44687.08 ± 295.1 Ops/sec (n=10) (95% CI: +5.0% to +7.0%)
+        """
+    )
+    [judged] = result.claims
+    assert judged.judgement.status == "judged"  # Welch's t, not "no runs or spread given"
+    [m] = judged.claim.measurements
+    assert (m.n, round(m.cv_base_pct, 3)) == (10, round(100 * 310.2 / 44017.78, 3))
+    assert m.stated_ci_pct == (5.0, 7.0)
+    assert any("does not agree with the data" in note for note in judged.judgement.notes)

@@ -1,0 +1,59 @@
+"""Tables of runs: labelled rows, kernels as rows, per-column units
+(bot/analysis/claims/tables.py)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.analysis.claims import analyse_message
+
+
+def claims(body: str):
+    return analyse_message("s", "a <a@b.c>", textwrap.dedent(body)).claims
+
+
+def test_rows_labelled_run1_hash_and_colon_are_runs_and_avg_is_not() -> None:
+    for label in ("run{}", "#{}", "{}:", "iter{}"):
+        rows = "\n".join(
+            f"{label.format(i + 1):<8}{12.3 + i * 0.01:.2f}   {11.7 + i * 0.01:.2f}"
+            for i in range(6)
+        )
+        [judged] = claims(
+            f"Results in seconds:\n\nrun   vanilla  patched\n{rows}\navg   12.33   11.73\n"
+        )
+        table = judged.claim.table
+        assert table is not None, label
+        assert [len(c.samples) for c in table.columns] == [6, 6], label
+        assert table.columns[0].summary == {"avg": 12.33}
+        assert judged.claim.measurements[0].higher_is_better is False
+
+
+def test_kernels_as_rows_with_several_runs_each() -> None:
+    [judged] = claims(
+        """\
+        Before: 31.40 31.52 31.38 31.47 31.44 s
+        After:  29.81 29.90 29.77 29.85 29.88 s
+        """
+    )
+    assert judged.claim.kind == "table"
+    [m] = judged.claim.measurements
+    assert m.samples_base == (31.40, 31.52, 31.38, 31.47, 31.44)
+    assert (m.n, m.higher_is_better) == (5, False)
+    assert judged.judgement.measurements[0].verdict == "improvement"
+
+
+def test_latency_and_bandwidth_columns_each_have_their_own_direction() -> None:
+    rows = "\n".join(
+        f"run{i}   {5.0 + i * 0.01:.3f}   {1000 + i:.1f}   {4.5 + i * 0.01:.3f}   {1080 + i:.1f}"
+        for i in range(1, 7)
+    )
+    [judged] = claims(
+        "          vanilla               patched\n"
+        "       lat(ms)  bw(MB/s)    lat(ms)  bw(MB/s)\n" + rows + "\n"
+    )
+    verdicts = {
+        m.metric: (m.higher_is_better, j.verdict)
+        for m, j in zip(judged.claim.measurements, judged.judgement.measurements, strict=True)
+    }
+    # The bandwidth gain is an improvement, not a regression read with the latency's direction.
+    assert verdicts == {"lat(ms)": (False, "improvement"), "bw(MB/s)": (True, "improvement")}
