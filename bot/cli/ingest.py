@@ -8,19 +8,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bot.cli.context import UserError, console, emit_json, settings
 from bot.cli.database import open_database
-from bot.ingest.sources import RawMail, SourceError, iter_maildir, iter_mbox, read_stdin
+from bot.ingest.sources import MboxFile, RawMail, SourceError, iter_maildir
 
 if TYPE_CHECKING:
     from bot.ingest.prepare import PreparedBatch
     from bot.ingest.store import IngestSummary
-
-EX_TEMPFAIL = 75  # sysexits.h: the mail server keeps the message and tries again later
 
 ingest_app = typer.Typer(help="Store list mail from an mbox, a maildir or standard input.")
 
@@ -30,7 +27,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(
-    mails: Iterable[RawMail], total_bytes: int | None, list_name: str | None, as_json: bool
+    mails: Iterable[RawMail] | MboxFile, total_bytes: int | None, list_name: str | None,
+    as_json: bool,
 ) -> None:
     from bot.ingest.store import ingest
 
@@ -74,15 +72,8 @@ def _report(summary: IngestSummary, as_json: bool) -> None:
     if as_json:
         emit_json(summary.to_dict())
         return
-    console.print(
-        f"read {summary.read}: stored {summary.stored}, duplicates {summary.duplicates}, "
-        f"quarantined {summary.quarantined}; series versions new {summary.series_created}, "
-        f"updated {summary.series_updated}"
-    )
-    for reason in summary.quarantine_reasons:
-        console.print(f"  [yellow]quarantined[/] {reason}")
-    if summary.quarantined:
-        console.print("  see them with `lorelab quarantine list`")
+    for line in summary.describe():
+        console.print(line, markup=False, highlight=False)
 
 
 LIST_OPTION = typer.Option(None, "--list", "-l", help="The list these messages came from.")
@@ -99,7 +90,7 @@ def ingest_mbox(
     if not path.is_file():
         raise UserError(f"{path}: no such file", exit_code=66)
     total = os.path.getsize(path) if path.suffix != ".gz" else None
-    _run(iter_mbox(path), total, list_name, as_json)
+    _run(MboxFile(path), total, list_name, as_json)
 
 
 @ingest_app.command("maildir")
@@ -119,19 +110,8 @@ def ingest_stdin(list_name: str = LIST_OPTION, as_json: bool = JSON_OPTION) -> N
     Exits 0 once the message is stored durably (or quarantined with its reason), and 75
     (EX_TEMPFAIL) when the database cannot be reached, so that the mail server tries again.
     """
-    from bot.ingest.store import ingest
+    from bot.cli import context
+    from bot.cli.delivery import Delivery, deliver
 
-    mail = read_stdin(sys.stdin.buffer)
-    try:
-        cfg = settings()
-        db = open_database()
-        summary = ingest(
-            db, [mail], settings=cfg.ingest, list_name=list_name, known_lists=cfg.lists
-        )
-    except UserError as exc:
-        if exc.exit_code == EX_TEMPFAIL:
-            raise
-        raise UserError(str(exc), exit_code=EX_TEMPFAIL) from None
-    except sa.exc.OperationalError as exc:
-        raise UserError(f"database unavailable, try again later: {exc.orig}", EX_TEMPFAIL) from None
-    _report(summary, as_json)
+    # A delivery normally never gets here: `bot.cli.main` runs it without the command line.
+    raise typer.Exit(deliver(Delivery(context.CONFIG_PATH, list_name, as_json)))

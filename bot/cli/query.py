@@ -22,7 +22,7 @@ from bot.db.models import (
     Series,
     SeriesVersion,
 )
-from bot.series.views import message_dict, series_dict, version_dict
+from bot.series.views import message_dict, series_dict, series_views, version_dict
 
 series_app = typer.Typer(help="Patch series and their versions.")
 message_app = typer.Typer(help="Stored messages.")
@@ -95,14 +95,14 @@ def find_series(session: Session, ref: str) -> Series:
 def series_list(
     list_name: str = typer.Option(None, "--list", "-l", help="Only series sent to this list."),
     author: str = typer.Option(None, "--author", "-a", help="Author name or address contains."),
-    since: str = typer.Option(None, "--since", help="Only series updated since this date."),
+    since: str = typer.Option(None, "--since", help="Only series with mail since this date."),
     limit: int = typer.Option(50, "--limit", "-n", help="At most this many, newest first."),
     as_json: bool = JSON_OPTION,
 ) -> None:
-    """Series, newest first."""
+    """Series, the one with the newest mail first."""
     db = open_database()
     with db.session() as session:
-        query = sa.select(Series).order_by(Series.updated_at.desc(), Series.id.desc())
+        query = sa.select(Series.id)
         if author:
             pattern = f"%{author.lower()}%"
             query = query.where(
@@ -113,32 +113,33 @@ def series_list(
             )
         since_dt = _parse_since(since)
         if since_dt:
-            query = query.where(
-                Series.id.in_(
-                    sa.select(SeriesVersion.series_id).where(SeriesVersion.date >= since_dt)
-                )
-            )
+            query = query.where(Series.last_mail_at >= since_dt)
         if list_name:
             on_list = (
-                sa.select(SeriesVersion.series_id)
-                .join(Patch, Patch.series_version_id == SeriesVersion.id)
+                sa.select(Patch.id)
+                .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
                 .join(MessageList, MessageList.message_id == Patch.message_id)
                 .join(MailingList, MailingList.id == MessageList.list_id)
-                .where(MailingList.name == list_name)
+                .where(SeriesVersion.series_id == Series.id, MailingList.name == list_name)
             )
-            query = query.where(Series.id.in_(on_list))
-        rows = [
-            series_dict(session, s, with_patches=False) for s in session.scalars(query.limit(limit))
-        ]
+            query = query.where(on_list.exists())
+        total = session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))
+        ids = list(session.scalars(
+            query.order_by(Series.last_mail_at.desc(), Series.id.desc()).limit(limit)
+        ))
+        rows = series_views(session, ids, with_patches=False)
     if as_json:
         emit_json(rows)
         return
-    print_series_table(rows)
+    print_series_table(rows, total or 0)
 
 
-def print_series_table(rows: list[dict]) -> None:
-    table = Table(title=f"{len(rows)} series", title_justify="left")
-    for column in ("id", "title", "author", "versions", "latest", "lists", "date"):
+def print_series_table(rows: list[dict], total: int) -> None:
+    shown = f"{len(rows)} series" if len(rows) == total else (
+        f"{len(rows)} of {total} series shown; --limit shows more"
+    )
+    table = Table(title=shown, title_justify="left")
+    for column in ("id", "title", "author", "versions", "latest", "lists", "updated"):
         table.add_column(column, overflow="fold")
     for s in rows:
         latest = s["versions"][-1] if s["versions"] else None
@@ -153,7 +154,7 @@ def print_series_table(rows: list[dict]) -> None:
             ",".join(f"v{v['version']}" for v in s["versions"]),
             state,
             ",".join(s["lists"]),
-            (latest["date"] or "")[:10] if latest else "",
+            (s["updated"] or "")[:16].replace("T", " "),
         )
     stdout_console().print(table)
 

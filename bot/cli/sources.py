@@ -13,6 +13,9 @@ from bot.cli.database import open_database
 from bot.cli.ingest import ingest_app
 
 if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.db.session import Database
+    from bot.ingest.live import LiveSummary
     from bot.ingest.lore import LoreSource
     from bot.ingest.pigit import PiGitSource
 
@@ -43,7 +46,7 @@ def _poll_loop(
     stop_on_signals(stop)
     while True:
         try:
-            summary = source.poll(db, cfg.ingest, cfg.lists)
+            summary = _poll(source, db, cfg, show_progress=not as_json)
         except Exception as exc:  # noqa: BLE001 - reported, and retried unless --once
             if once:
                 raise UserError(f"{source.key.location}: poll failed: {exc}", EX_TEMPFAIL) from None
@@ -56,6 +59,19 @@ def _poll_loop(
                 console.print(f"{source.key.location}: {describe(summary)}")
         if once or stop.wait(interval):
             return
+
+
+def _poll(source: LoreSource | PiGitSource, db: Database, cfg: Settings, *,
+          show_progress: bool) -> LiveSummary:
+    """One poll; a git walk shows its progress bar on a terminal."""
+    from bot.ingest.pigit import PiGitSource
+
+    if not isinstance(source, PiGitSource):
+        return source.poll(db, cfg.ingest, cfg.lists)
+    from bot.cli.progress import WalkBar
+
+    with WalkBar(console, enabled=show_progress and console.is_terminal) as bar:
+        return source.poll(db, cfg.ingest, cfg.lists, progress=bar)
 
 
 @ingest_app.command("lore")
@@ -138,17 +154,29 @@ def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JS
             "position": cursor.get("position", {}),
             "messages_ingested": cursor.get("messages_ingested", 0),
             "last_poll": cursor.get("last_poll"), "last_error": cursor.get("last_error"),
+            "skipped": cursor.get("skipped", 0), "skips": cursor.get("skips", []),
         })
     for cursor in cursors.values():  # read with `lorelab ingest lore|pi-git`, not configured
         rows.append({**cursor, "interval": None, "configured": False})
     if as_json:
         emit_json(rows)
         return
-    table = Table("kind", "location", "list", "ingested", "last poll", "cursor", "last error")
+    table = Table("kind", "location", "list", "ingested", "skipped", "last poll", "cursor",
+                  "last error")
     for row in rows:
         position = row["position"] or {}
         cursor = ", ".join(f"{k}={str(v)[:12]}" for k, v in position.items() if k != "seen")
         table.add_row(row["kind"], row["location"], row["list"] or "",
-                      str(row["messages_ingested"]), row["last_poll"] or "never", cursor,
-                      row["last_error"] or "")
-    stdout_console().print(table)
+                      str(row["messages_ingested"]), str(row["skipped"]),
+                      row["last_poll"] or "never", cursor, row["last_error"] or "")
+    out = stdout_console()
+    out.print(table)
+    for row in rows:
+        if row["skipped"]:
+            shown = len(row["skips"])
+            more = f" (the newest {shown})" if shown < row["skipped"] else ""
+            out.print(f"{row['location']}: {row['skipped']} commits skipped{more}:",
+                      markup=False)
+            for skip in row["skips"]:
+                out.print(f"  epoch {skip['epoch']} commit {skip['commit']} "
+                          f"object {skip['object']}: {skip['reason']}", markup=False)

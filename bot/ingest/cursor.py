@@ -2,19 +2,21 @@
 
 A cursor row is keyed by (kind, location). `advance` is called inside the transaction that
 stores the messages it covers, so the cursor never runs ahead of what is durably stored;
-`record_poll` notes the time and outcome of a poll in a transaction of its own.
+`record_poll` notes the time and outcome of a poll in a transaction of its own. What a walk
+skipped (an archive object missing or corrupt) is shown beside the cursor.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from bot.db.models import IngestCursor, utcnow
+from bot.db.models import IngestCursor, IngestSkip, utcnow
 from bot.db.session import Database
 
 
@@ -69,8 +71,12 @@ def record_poll(db: Database, key: CursorKey, error: str | None = None) -> None:
         cursor.updated_at = utcnow()
 
 
-def cursor_dict(cursor: IngestCursor) -> dict[str, Any]:
-    """A cursor as `lorelab sources --json` shows it."""
+SKIPS_SHOWN = 20  # per source, the newest; the count says how many there are in all
+
+
+def cursor_dict(cursor: IngestCursor, skips: Sequence[IngestSkip] = (), skipped: int = 0
+                ) -> dict[str, Any]:
+    """A cursor as `lorelab sources --json` shows it, with what its walk skipped."""
 
     def iso(value: dt.datetime | None) -> str | None:
         return value.isoformat() if value else None
@@ -83,12 +89,28 @@ def cursor_dict(cursor: IngestCursor) -> dict[str, Any]:
         "messages_ingested": cursor.messages_ingested,
         "last_poll": iso(cursor.last_poll),
         "last_error": cursor.last_error,
+        "skipped": skipped,
+        "skips": [
+            {"epoch": s.epoch, "commit": s.commit, "object": s.object, "reason": s.reason,
+             "detected_at": iso(s.detected_at)}
+            for s in skips
+        ],
     }
 
 
 def all_cursors(db: Database, kinds: tuple[str, ...] = ("lore", "pi-git")) -> list[dict[str, Any]]:
     with db.session() as session:
-        rows = session.scalars(
+        rows = list(session.scalars(
             sa.select(IngestCursor).where(IngestCursor.kind.in_(kinds)).order_by(IngestCursor.id)
-        )
-        return [cursor_dict(row) for row in rows]
+        ))
+        counts = dict(session.execute(
+            sa.select(IngestSkip.source, sa.func.count()).group_by(IngestSkip.source)
+        ).all())
+        out = []
+        for row in rows:
+            skips = list(session.scalars(
+                sa.select(IngestSkip).where(IngestSkip.source == row.location)
+                .order_by(IngestSkip.id.desc()).limit(SKIPS_SHOWN)
+            )) if counts.get(row.location) else []
+            out.append(cursor_dict(row, skips, counts.get(row.location, 0)))
+        return out

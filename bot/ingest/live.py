@@ -1,15 +1,16 @@
 """Storing what a live source read, and moving its cursor in the same transaction.
 
 A source (the lore feed, a public-inbox git epoch) turns what it read into `Step`s in order: a
-mail to store, a removal to record, a feed entry to quarantine, and the cursor position that
-holds once the step is stored. `store_steps` writes batch by batch; each batch's messages,
+mail to store, a removal to record, a feed entry to quarantine, an archive object that could
+not be read (a skip, recorded with its commit and reason), and the cursor position that holds
+once the step is stored. `store_steps` writes batch by batch; each batch's messages,
 removals, quarantine rows and the cursor update commit together, so a crash between fetch and
 commit loses nothing and reading again stores nothing twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,12 +18,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.config import IngestSettings, ListSettings
-from bot.db.models import MessageRemoval
+from bot.db.models import IngestSkip, MessageRemoval
 from bot.db.session import Database
+from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.cursor import CursorKey, advance
 from bot.ingest.prepare import PreparedBatch, prepared_batches, quarantine_row
 from bot.ingest.sources import RawMail
 from bot.ingest.store import IngestSummary, ListResolver, store_batch
+from bot.ingest.upkeep import StatisticsUpkeep
 
 
 @dataclass(frozen=True)
@@ -33,9 +36,20 @@ class Removal:
 
 
 @dataclass(frozen=True)
+class Skip:
+    """An archive commit whose message object could not be read, and why."""
+
+    epoch: int | None
+    commit: str
+    object: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Step:
     mail: RawMail | None = None
     removal: Removal | None = None
+    skip: Skip | None = None
     bad: tuple[RawMail, str] | None = None  # input to quarantine without parsing, and why
     position: dict[str, Any] | None = None  # merged into the cursor once this step is stored
 
@@ -44,25 +58,22 @@ class Step:
 class LiveSummary:
     ingest: IngestSummary = field(default_factory=IngestSummary)
     removals: int = 0
+    skipped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.ingest.to_dict(), "removals": self.removals}
+        return {**self.ingest.to_dict(), "removals": self.removals, "skipped": self.skipped}
 
 
-def _record_removal(session: Session, removal: Removal, key: CursorKey) -> bool:
+def _record_once(session: Session, model: type[MessageRemoval | IngestSkip], key: CursorKey,
+                 commit: str, **values: Any) -> bool:
+    """A removal or skip row for this commit of the archive, unless it is there already (a walk
+    meets a commit again after a purge rewrote the history)."""
     exists = session.scalar(
-        sa.select(MessageRemoval.id).where(
-            MessageRemoval.source == key.location, MessageRemoval.commit == removal.commit
-        )
+        sa.select(model.id).where(model.source == key.location, model.commit == commit)
     )
     if exists is not None:
         return False
-    session.add(
-        MessageRemoval(
-            msgid=removal.msgid, list_name=key.list_name, source=key.location,
-            commit=removal.commit, reason=removal.reason,
-        )
-    )
+    session.add(model(source=key.location, commit=commit, **values))
     return True
 
 
@@ -73,8 +84,11 @@ def store_steps(
     key: CursorKey,
     settings: IngestSettings,
     known_lists: list[ListSettings] | None = None,
+    on_stored: Callable[[int], None] | None = None,
 ) -> LiveSummary:
-    """Store every step in order; the cursor covers exactly what has been committed."""
+    """Store every step in order; the cursor covers exactly what has been committed.
+
+    `on_stored(steps)` is told how many steps each commit covered (for a progress bar)."""
     summary = LiveSummary()
     lists = ListResolver(known_lists or [], key.list_name)
     # Non-mail steps wait here, tagged with how many mails came before them, until the batch
@@ -87,17 +101,29 @@ def store_steps(
         for step in steps:
             if step.mail is not None:
                 mails_read += 1
-            if step.removal or step.bad or step.position is not None:
+            if step.removal or step.skip or step.bad or step.position is not None:
                 waiting.append((mails_read, step))
             if step.mail is not None:
                 yield step.mail
 
-    def apply(session: Session, upto: int | None, stored: int) -> None:
+    def apply(session: Session, upto: int | None, stored: int) -> int:
+        """Record the waiting steps up to mail number `upto`; how many were not mail."""
         update: dict[str, Any] = {}
+        others = 0
         while waiting and (upto is None or waiting[0][0] <= upto):
             _, step = waiting.pop(0)
-            if step.removal is not None and _record_removal(session, step.removal, key):
+            others += step.mail is None
+            removal, skip = step.removal, step.skip
+            if removal is not None and _record_once(
+                session, MessageRemoval, key, removal.commit, msgid=removal.msgid,
+                list_name=key.list_name, reason=removal.reason,
+            ):
                 summary.removals += 1
+            if skip is not None and _record_once(
+                session, IngestSkip, key, skip.commit, epoch=skip.epoch, object=skip.object,
+                reason=skip.reason,
+            ):
+                summary.skipped += 1
             if step.bad is not None:
                 mail, reason = step.bad
                 got = store_batch(
@@ -108,15 +134,23 @@ def store_steps(
             if step.position is not None:
                 update.update(step.position)
         advance(session, key, update, stored)
+        return others
 
+    upkeep = StatisticsUpkeep(db)
     done = 0
-    for batch in prepared_batches(mails(), settings):
-        done += batch.read
-        with db.session() as session:
-            got = store_batch(session, batch, lists=lists)
-            apply(session, done, got.stored)
-        summary.ingest.add(got)
+    with frozen_heap():
+        for batch in prepared_batches(mails(), settings):
+            done += batch.read
+            with no_collection(), db.session() as session:
+                got = store_batch(session, batch, lists=lists)
+                others = apply(session, done, got.stored)
+            summary.ingest.add(got)
+            upkeep.stored(got.stored)
+            if on_stored is not None:
+                on_stored(batch.read + others)
     if waiting or done == 0:
         with db.session() as session:
-            apply(session, None, 0)
+            others = apply(session, None, 0)
+        if on_stored is not None and others:
+            on_stored(others)
     return summary

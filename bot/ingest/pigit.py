@@ -5,7 +5,9 @@ under the data directory, then fetched). Each message is a commit whose tree hol
 a removal is a commit renaming `m` to `d`. Per epoch the cursor is the last commit stored; a
 cursor that is no longer an ancestor of the epoch's head means the history was rewritten (a
 purge), and the epoch is walked again from the start (storing is idempotent). Blobs are read by
-one long-running `git cat-file --batch` per epoch, which is what makes a backfill fast.
+one long-running `git cat-file --batch` per epoch, which is what makes a backfill fast; a blob
+that is missing or corrupt is recorded as skipped (`ingest_skips`, with its commit and reason)
+and the walk goes on past it.
 """
 
 from __future__ import annotations
@@ -14,17 +16,16 @@ import hashlib
 import logging
 import re
 import subprocess
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
 from bot.git import GitError, run_git
+from bot.ingest.catfile import read_blobs
 from bot.ingest.cursor import CursorKey, load_position, record_poll
-from bot.ingest.live import LiveSummary, Removal, Step, store_steps
+from bot.ingest.live import LiveSummary, Removal, Skip, Step, store_steps
 from bot.ingest.sources import RawMail
 
 log = logging.getLogger(__name__)
@@ -78,48 +79,6 @@ def msgid_of(raw: bytes) -> str:
     head = raw.split(b"\n\n", 1)[0]
     found = _MSGID.search(head)
     return found.group(1).decode(errors="replace") if found else ""
-
-
-class CatFile:
-    """One `git cat-file --batch`: blob ids in, contents out, in order, without a round trip
-    per blob (a writer thread feeds ids while the caller reads)."""
-
-    def __init__(self, git_dir: Path) -> None:
-        self.proc = subprocess.Popen(
-            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=1 << 20,
-        )
-
-    def read_all(self, blobs: list[str]) -> Iterator[bytes]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        stdin: IO[bytes] = self.proc.stdin
-
-        def feed() -> None:
-            try:
-                for blob in blobs:
-                    stdin.write(blob.encode() + b"\n")
-                stdin.close()
-            except BrokenPipeError:
-                pass
-
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
-        out = self.proc.stdout
-        try:
-            for blob in blobs:
-                header = out.readline().split()
-                if len(header) < 3 or header[1] != b"blob":
-                    raise GitArchiveError(f"git cat-file: {blob}: {b' '.join(header).decode()}")
-                data = out.read(int(header[2]))
-                out.read(1)  # the newline after each object
-                yield data
-        finally:
-            writer.join(timeout=5)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 def mirror_dir(url: str) -> Path:
@@ -199,7 +158,10 @@ class PiGitSource:
                       "--format=%x00%H", rev, **_EPOCH).stdout
         return parse_log(out), rewritten
 
-    def steps(self, position: dict[str, str]) -> Iterator[Step]:
+    def steps(self, position: dict[str, str],
+              on_epoch: Callable[[int, int], None] | None = None) -> Iterator[Step]:
+        """Every change after the cursors, epoch by epoch, oldest first; `on_epoch(number,
+        changes)` is told as each epoch starts. An unreadable object becomes a `Skip`."""
         for number, git_dir in self.epochs():
             cursor_name = f"epoch/{number}"
             changes, rewritten = self.changes(git_dir, position.get(cursor_name))
@@ -208,31 +170,54 @@ class PiGitSource:
                             self.location, number)
             if not changes:
                 continue
-            cat = CatFile(git_dir)
-            try:
-                blobs = cat.read_all([c.blob for c in changes])
-                for change, raw in zip(changes, blobs, strict=True):
-                    update = {cursor_name: change.commit}
+            if on_epoch is not None:
+                on_epoch(number, len(changes))
+            blobs = read_blobs(git_dir, [c.blob for c in changes])
+            for change, blob in zip(changes, blobs, strict=True):
+                update = {cursor_name: change.commit}
+                if blob.data is None:
+                    log.warning("%s: epoch %d commit %s: %s; skipped", self.location, number,
+                                change.commit, blob.problem)
+                    skip = Skip(number, change.commit, change.blob, blob.problem or "")
+                    yield Step(skip=skip, position=update)
+                elif change.removed:
+                    # The stored copy (if any) stays; the removal is recorded beside it.
+                    removal = Removal(msgid_of(blob.data), change.commit,
+                                      f"removed from {self.location} epoch {number}")
+                    yield Step(removal=removal, position=update)
+                else:
                     origin = f"pi-git:{self.location}#{number}:{change.commit}"
-                    if change.removed:
-                        # The stored copy (if any) stays; the removal is recorded beside it.
-                        removal = Removal(msgid_of(raw), change.commit,
-                                          f"removed from {self.location} epoch {number}")
-                        yield Step(removal=removal, position=update)
-                    else:
-                        yield Step(mail=RawMail(raw, origin), position=update)
-            finally:
-                cat.close()
+                    yield Step(mail=RawMail(blob.data, origin), position=update)
 
     def poll(
-        self, db: Database, settings: IngestSettings, known_lists: list[ListSettings] | None = None
+        self,
+        db: Database,
+        settings: IngestSettings,
+        known_lists: list[ListSettings] | None = None,
+        progress: WalkProgress | None = None,
     ) -> LiveSummary:
-        """Fetch (for a URL), walk every epoch from its cursor, store; errors recorded, raised."""
+        """Fetch (for a URL), walk every epoch from its cursor, store; errors recorded, raised.
+
+        Unreadable objects are not errors: each is recorded (`ingest_skips`) and walked past."""
+        on_epoch = progress.epoch if progress is not None else None
+        on_stored = progress.stored if progress is not None else None
         try:
-            summary = store_steps(db, self.steps(load_position(db, self.key)), key=self.key,
-                                  settings=settings, known_lists=known_lists)
+            steps = self.steps(load_position(db, self.key), on_epoch)
+            summary = store_steps(db, steps, key=self.key, settings=settings,
+                                  known_lists=known_lists, on_stored=on_stored)
         except Exception as exc:
             record_poll(db, self.key, f"{type(exc).__name__}: {exc}")
             raise
         record_poll(db, self.key, None)
         return summary
+
+
+class WalkProgress:
+    """What a walk tells whoever shows its progress: each epoch as it starts (with its number
+    of changes) and each batch of changes as it is committed."""
+
+    def epoch(self, number: int, changes: int) -> None:
+        """Epoch `number` starts; `changes` commits of it are to be walked."""
+
+    def stored(self, changes: int) -> None:
+        """`changes` more commits are stored (or recorded as skipped or removed)."""

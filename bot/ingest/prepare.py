@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import hashlib
 import os
 import signal
@@ -20,7 +21,8 @@ from typing import Any
 
 from bot.config import IngestSettings
 from bot.db.models import pack_mail
-from bot.ingest.sources import RawMail
+from bot.ingest.collector import no_collection
+from bot.ingest.sources import MboxFile, MboxSlice, RawMail
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.trailers import REVIEW_TRAILERS
 
@@ -104,7 +106,7 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> dict[str, Any]:
     if not mail.data.strip():
         return quarantine_row(mail, "empty input: no headers and no body")
     try:
-        return message_row(parse_message(mail.data), mail.data)
+        return message_row(parse_message(mail.data, recipients=False), mail.data)
     except UnparseableMessage as exc:
         return quarantine_row(mail, str(exc))
     except Exception as exc:  # noqa: BLE001 - one bad mail must not stop the batch
@@ -113,11 +115,15 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> dict[str, Any]:
         )
 
 
-def prepare_batch(batch: list[RawMail], settings: IngestSettings) -> PreparedBatch:
+def prepare_batch(batch: list[RawMail] | MboxSlice, settings: IngestSettings) -> PreparedBatch:
+    """Parse a batch: mail read by the caller, or a slice of an mbox this process reads."""
+    if isinstance(batch, MboxSlice):
+        batch = batch.mails()
     out = PreparedBatch(read=len(batch), bytes_read=sum(len(m.data) for m in batch))
-    for mail in batch:
-        row = prepare_mail(mail, settings)
-        (out.quarantine if "reason" in row else out.messages).append(row)
+    with no_collection():  # parsing makes no cycles worth a collection mid-batch
+        for mail in batch:
+            row = prepare_mail(mail, settings)
+            (out.quarantine if "reason" in row else out.messages).append(row)
     return out
 
 
@@ -129,16 +135,25 @@ def batched(items: Iterable[RawMail], size: int) -> Iterator[list[RawMail]]:
 
 def die_with_parent(parent: int) -> None:
     """A parse worker ends when the process that started it (`parent`) does, even by SIGKILL:
-    otherwise it would wait on its task queue forever (Linux: PR_SET_PDEATHSIG)."""
+    otherwise it would wait on its task queue forever (Linux: PR_SET_PDEATHSIG). What the
+    worker holds once started lives as long as it does: frozen, out of every collection."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before the request took effect
         os._exit(1)
+    gc.freeze()  # what the worker started with lives as long as it does
 
 
-def prepared_batches(mails: Iterable[RawMail], settings: IngestSettings) -> Iterator[PreparedBatch]:
-    """Batches in input order; parsed in worker processes when there is more than one."""
-    batches = batched(mails, settings.batch_size)
+def prepared_batches(
+    mails: Iterable[RawMail] | MboxFile, settings: IngestSettings
+) -> Iterator[PreparedBatch]:
+    """Batches in input order; parsed in worker processes when there is more than one. A plain
+    mbox file is handed to them as slices: they read and split the mail themselves."""
+    batches: Iterator[list[RawMail] | MboxSlice]
+    if isinstance(mails, MboxFile) and mails.plain():
+        batches = mails.slices(settings.batch_size)
+    else:
+        batches = batched(mails, settings.batch_size)
     head = list(islice(batches, 2))
     if len(head) < 2 or settings.parse_workers <= 0:
         # One batch (a delivery, a small file): starting processes would cost more than it saves.

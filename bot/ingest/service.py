@@ -35,6 +35,8 @@ def describe(summary: LiveSummary) -> str:
     text = f"stored {s.stored}, duplicates {s.duplicates}, quarantined {s.quarantined}"
     if summary.removals:
         text += f", removals {summary.removals}"
+    if summary.skipped:
+        text += f", skipped {summary.skipped} unreadable (see `lorelab sources`)"
     return text
 
 

@@ -2,13 +2,16 @@
 
 Each yields `RawMail` items with a position that names where the mail came from, so that a
 quarantined item can be found again. An mbox is streamed line by line: a 20,000-message archive
-never sits in memory at once.
+never sits in memory at once. A plain (uncompressed) mbox can also be handed out as `MboxSlice`s,
+byte ranges of whole entries that parse workers read and split themselves: the process that
+stores then never copies the mail.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import mmap
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,6 +63,52 @@ def iter_mbox(path: str | Path) -> Iterator[RawMail]:
             return
         for index, chunk in enumerate(_split(fh, head), start=1):
             yield RawMail(_message_of(chunk), f"mbox:{path}#{index}")
+
+
+@dataclass(frozen=True)
+class MboxSlice:
+    """Whole entries of a plain mbox file, by byte range, numbered from `first` (1-based)."""
+
+    path: str
+    start: int
+    end: int
+    first: int
+
+    def mails(self) -> list[RawMail]:
+        """The messages of the slice, as `iter_mbox` gives them (origins included)."""
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            data = fh.read(self.end - self.start)
+        entries = _split(io.BytesIO(data[5:]), data[:5])
+        return [RawMail(_message_of(entry), f"mbox:{self.path}#{number}")
+                for number, entry in enumerate(entries, start=self.first)]
+
+
+@dataclass(frozen=True)
+class MboxFile:
+    """An mbox to ingest: by slices when it is a plain file, else message by message."""
+
+    path: Path
+
+    def __iter__(self) -> Iterator[RawMail]:
+        return iter_mbox(self.path)
+
+    def plain(self) -> bool:
+        """Uncompressed and starting with a From_ line: it can be sliced."""
+        with _open(self.path) as fh:
+            return isinstance(fh, io.BufferedReader) and fh.read(5) == b"From "
+
+    def slices(self, per_slice: int) -> Iterator[MboxSlice]:
+        """Slices of `per_slice` entries each; only the separators are looked at here."""
+        with self.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            start, first, count, at = 0, 1, 0, 0
+            while (at := m.find(b"\nFrom ", at + 1)) >= 0:
+                count += 1
+                if count == per_slice:
+                    yield MboxSlice(str(self.path), start, at + 1, first)
+                    start, first, count = at + 1, first + count, 0
+            if start < len(m):
+                yield MboxSlice(str(self.path), start, len(m), first)
 
 
 def split_mbox_bytes(data: bytes) -> Iterator[bytes]:

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 from bot.config import IngestSettings, ListSettings
 from bot.db.models import MailingList, Message, MessageList, QuarantinedMail, utcnow
 from bot.db.session import Database
+from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.prepare import PreparedBatch, has_review_trailers, prepared_batches
-from bot.ingest.sources import RawMail
+from bot.ingest.sources import MboxFile, RawMail
+from bot.ingest.upkeep import StatisticsUpkeep
 from bot.series.assemble import update_series
 from bot.series.threads import ThreadIndex
 
@@ -45,10 +47,22 @@ class IngestSummary:
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
+    def describe(self) -> list[str]:
+        """The summary as `lorelab ingest` prints it, line by line."""
+        lines = [
+            f"read {self.read}: stored {self.stored}, duplicates {self.duplicates}, "
+            f"quarantined {self.quarantined}; series versions new {self.series_created}, "
+            f"updated {self.series_updated}"
+        ]
+        lines += [f"  quarantined {reason}" for reason in self.quarantine_reasons]
+        if self.quarantined:
+            lines.append("  see them with `lorelab quarantine list`")
+        return lines
+
 
 def ingest(
     db: Database,
-    mails: Iterable[RawMail],
+    mails: Iterable[RawMail] | MboxFile,
     *,
     settings: IngestSettings,
     list_name: str | None = None,
@@ -58,11 +72,15 @@ def ingest(
     """Store every mail of `mails`; bad ones are quarantined and the rest go on."""
     summary = IngestSummary()
     lists = ListResolver(known_lists or [], list_name)
-    for batch in prepared_batches(mails, settings):
-        with db.session() as session:
-            summary.add(store_batch(session, batch, lists=lists))
-        if on_batch is not None:
-            on_batch(batch)
+    upkeep = StatisticsUpkeep(db)
+    with frozen_heap():
+        for batch in prepared_batches(mails, settings):
+            with no_collection(), db.session() as session:
+                got = store_batch(session, batch, lists=lists)
+            summary.add(got)
+            upkeep.stored(got.stored)
+            if on_batch is not None:
+                on_batch(batch)
     return summary
 
 
@@ -109,49 +127,59 @@ def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary
 def _insert_messages(session: Session, rows: list[dict[str, Any]]) -> None:
     """Insert new message rows; their ids are read back by msgid afterwards.
 
-    A plain executemany: RETURNING makes SQLAlchemy send the rows one statement at a time, and
-    the ORM's bulk insert costs three times more again. On SQLite the rows go to the driver as
-    tuples, converted by the columns' own bind processors: SQLAlchemy's generic per-parameter
-    handling cost more than the insert itself. PostgreSQL takes the generic path.
+    Not through SQLAlchemy's executemany: RETURNING makes it send the rows one statement at a
+    time, the ORM's bulk insert costs three times more again, and its generic per-parameter
+    handling cost more than the insert itself. The rows go to the driver as tuples, converted
+    by the columns' own bind processors: an executemany on SQLite, a COPY on PostgreSQL.
     """
     conn = session.connection()
-    if conn.dialect.name == "sqlite":
-        insert = _sqlite_message_insert(conn.dialect)
-        # Rows with other keys (a column added later) take the generic path, defaults and all.
-        if all(row.keys() == insert.keys for row in rows):
-            insert.execute(conn, rows)
-            return
+    insert = _message_insert(conn.dialect)
+    # Rows with other keys (a column added later) take the generic path, defaults and all.
+    if insert is not None and all(row.keys() == insert.keys for row in rows):
+        insert.execute(conn, rows)
+        return
     conn.execute(sa.insert(Message.__table__), rows)
 
 
 @dataclass(frozen=True)
-class _SqliteMessageInsert:
-    """An INSERT of every message column but id, with each column's own bind processor."""
+class _MessageInsert:
+    """An INSERT (SQLite) or COPY (PostgreSQL) of every message column but id, with each
+    column's own bind processor."""
 
     sql: str
+    copy: bool
     columns: list[tuple[str, Any]]  # key, bind processor (None: sent as it is)
     keys: frozenset[str]  # what a row must hold: the columns but `ingested_at`
     stamp: Any  # the bind processor of `ingested_at`, the last column, filled in here
 
     def execute(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         ingested_at = self.stamp(utcnow())  # the column's default, once per batch (one commit)
-        conn.exec_driver_sql(
-            self.sql,
-            [
-                (*[r[k] if proc is None else proc(r[k]) for k, proc in self.columns], ingested_at)
-                for r in rows
-            ],
-        )
+        values = [
+            (*[r[k] if proc is None else proc(r[k]) for k, proc in self.columns], ingested_at)
+            for r in rows
+        ]
+        if not self.copy:
+            conn.exec_driver_sql(self.sql, values)
+            return
+        # The session's own connection: the COPY is part of the batch's transaction.
+        with conn.connection.driver_connection.cursor() as cursor, cursor.copy(self.sql) as copy:
+            for row in values:
+                copy.write_row(row)
 
 
 @functools.cache
-def _sqlite_message_insert(dialect: Dialect) -> _SqliteMessageInsert:
+def _message_insert(dialect: Dialect) -> _MessageInsert | None:
+    if dialect.driver not in ("pysqlite", "psycopg"):
+        return None  # the COPY below is psycopg 3's
     table = Message.__table__
     keys = [c.key for c in table.c if c.key not in ("id", "ingested_at")]
     names = ", ".join(dialect.identifier_preparer.quote(k) for k in [*keys, "ingested_at"])
     marks = ", ".join("?" for _ in range(len(keys) + 1))
-    return _SqliteMessageInsert(
-        sql=f"INSERT INTO {table.name} ({names}) VALUES ({marks})",
+    copy = dialect.name == "postgresql"
+    return _MessageInsert(
+        sql=(f"COPY {table.name} ({names}) FROM STDIN" if copy
+             else f"INSERT INTO {table.name} ({names}) VALUES ({marks})"),
+        copy=copy,
         columns=[(k, table.c[k].type._cached_bind_processor(dialect)) for k in keys],
         keys=frozenset(keys),
         stamp=table.c.ingested_at.type._cached_bind_processor(dialect),

@@ -44,8 +44,10 @@ _REDUCED_SENDER = re.compile(r"\[([^]]+)\]")
 _LIST_ID = re.compile(r"<([^<>\s]+)>")
 
 
-def parse_message(raw: bytes) -> ParsedMessage:
-    """Parse one raw message. Raises UnparseableMessage only for input that is not mail."""
+def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
+    """Parse one raw message. Raises UnparseableMessage only for input that is not mail.
+
+    `recipients=False` leaves To and Cc empty (ingest stores neither; they cost a seventh)."""
     raw = bytes(raw)
     problems: list[str] = []
     start = 0
@@ -74,8 +76,8 @@ def parse_message(raw: bytes) -> ParsedMessage:
         problems.append("From: missing")
     senders = parse_addresses(from_value, problems, "From")
     sender = senders[0] if senders else Address(name="", email="")
-    to = parse_addresses(", ".join(headers.get("to", ())), problems, "To")
-    cc = parse_addresses(", ".join(headers.get("cc", ())), problems, "Cc")
+    to = parse_addresses(", ".join(headers.get("to", ())), problems, "To") if recipients else []
+    cc = parse_addresses(", ".join(headers.get("cc", ())), problems, "Cc") if recipients else []
     date = parse_date(first(headers, "date"), problems)
     list_id = _list_id(first(headers, "list-id"))
     subject_value = first(headers, "subject")

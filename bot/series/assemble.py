@@ -136,24 +136,21 @@ class _Known:
             ):
                 self.series_by_title.setdefault((series.title_key, series.author_email), series)
         # Series of the messages that postings reply to: a new version threaded under the old.
+        # Two lookups (parent is a patch, parent is a cover letter), not one join on an OR:
+        # the OR made the planner scan every version.
         self.series_by_parent: dict[str, Series] = {}
         parents = {p for c in carriers for p in [c.in_reply_to, *(c.references or [])] if p}
         for chunk in _chunks(parents):
-            parent_ids = sa.select(Message.id).where(Message.msgid.in_(chunk))
-            for msgid, series in session.execute(
+            for version_of_parent in (
                 sa.select(Message.msgid, Series)
-                .join(Patch, Patch.message_id == Message.id, isouter=True)
-                .join(
-                    SeriesVersion,
-                    sa.or_(
-                        SeriesVersion.id == Patch.series_version_id,
-                        SeriesVersion.cover_message_id == Message.id,
-                    ),
-                )
-                .join(Series, Series.id == SeriesVersion.series_id)
-                .where(Message.id.in_(parent_ids))
+                .join(Patch, Patch.message_id == Message.id)
+                .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id),
+                sa.select(Message.msgid, Series)
+                .join(SeriesVersion, SeriesVersion.cover_message_id == Message.id),
             ):
-                self.series_by_parent[msgid] = series
+                query = version_of_parent.join(Series, Series.id == SeriesVersion.series_id)
+                for msgid, series in session.execute(query.where(Message.msgid.in_(chunk))):
+                    self.series_by_parent[msgid] = series
 
 
 def update_series(
@@ -313,6 +310,10 @@ def _store_posting(
     known.pending.update((m, version) for m in posting.members)
     series = version.series
     series.updated_at = utcnow()
+    newest = max((d for m in posting.members if (d := rows[m].date) is not None),
+                 default=series.updated_at)
+    if series.last_mail_at is None or newest > series.last_mail_at:
+        series.last_mail_at = newest
     series.title = series_title(
         (v.version, v.cover_message_id is not None, v.date, v.title) for v in series.versions
     )

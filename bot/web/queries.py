@@ -35,7 +35,7 @@ from bot.db.models import (
     SeriesVersion,
 )
 from bot.runs.outcome import decide, main_verdicts
-from bot.series.views import series_dict
+from bot.series.views import lists_by_series, series_views
 from bot.web.queues import queue_lengths
 
 RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "superseded")
@@ -290,8 +290,8 @@ def _filtered(filters: SeriesFilter) -> sa.Select[tuple[Series]]:
 
 def series_rows(session: Session, filters: SeriesFilter, *, limit: int = 50, offset: int = 0,
                 base_url: str = "") -> list[SeriesRow]:
-    """The series that pass `filters`, most recently updated first."""
-    query = _filtered(filters).order_by(Series.updated_at.desc(), Series.id.desc())
+    """The series that pass `filters`, the one with the newest mail first."""
+    query = _filtered(filters).order_by(Series.last_mail_at.desc(), Series.id.desc())
     series = list(session.scalars(query.limit(limit).offset(offset)))
     if not series:
         return []
@@ -305,7 +305,7 @@ def series_rows(session: Session, filters: SeriesFilter, *, limit: int = 50, off
     version_by_id = {v.id: v for vs in versions.values() for v in vs}
     latest_runs = _latest_runs(session, ids)
     replies = _latest_replies(session, list(version_by_id))
-    lists = _lists_by_series(session, ids)
+    lists = lists_by_series(session, ids)
     rows = []
     for s in series:
         latest = versions[s.id][-1] if versions[s.id] else None
@@ -314,7 +314,7 @@ def series_rows(session: Session, filters: SeriesFilter, *, limit: int = 50, off
         reply = replies.get(run_version.id) if run_version else None
         rows.append(SeriesRow(
             id=s.id, title=s.title, author_name=s.author_name, author_email=s.author_email,
-            lists=lists.get(s.id, []), updated=s.updated_at,
+            lists=lists.get(s.id, []), updated=s.last_mail_at or s.updated_at,
             latest_version=latest.version if latest else None, versions=len(versions[s.id]),
             complete=bool(latest and latest.complete),
             received=latest.received if latest else 0, expected=latest.expected if latest else 0,
@@ -353,21 +353,6 @@ def _latest_replies(session: Session, version_ids: list[int]) -> dict[int, Outbo
         assert reply.series_version_id is not None
         newest[reply.series_version_id] = reply
     return newest
-
-
-def _lists_by_series(session: Session, series_ids: list[int]) -> dict[int, list[str]]:
-    pairs = session.execute(
-        sa.select(SeriesVersion.series_id, MailingList.name)
-        .join(Patch, Patch.series_version_id == SeriesVersion.id)
-        .join(MessageList, MessageList.message_id == Patch.message_id)
-        .join(MailingList, MailingList.id == MessageList.list_id)
-        .where(SeriesVersion.series_id.in_(series_ids))
-        .distinct()
-    )
-    lists: dict[int, list[str]] = {}
-    for series_id, name in pairs:
-        lists.setdefault(series_id, []).append(name)
-    return {k: sorted(v) for k, v in lists.items()}
 
 
 def combined_state(states: list[str]) -> str | None:
@@ -509,7 +494,7 @@ def series_detail(session: Session, series_id: int, *, base_url: str = "") -> Se
         .order_by(OutboxReply.id.desc())
     )
     return SeriesDetail(
-        series=series_dict(session, series),
+        series=series_views(session, [series.id])[0],
         runs=[_run_view(r, versions[r.series_version_id], campaigns[r.id], base_url)
               for r in runs],
         replies=[reply_view(r) for r in replies],
@@ -628,3 +613,4 @@ def lab_hosts(session: Session, settings: Settings, *, base_url: str = "") -> Ho
         queues=list(queues.values()),
         recent_campaigns=[campaign_view(c, base_url=base_url) for c in recent],
     )
+

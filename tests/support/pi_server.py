@@ -23,11 +23,17 @@ from tests.cli import Lorelab
 LIST_NAME = "linux-mm"
 LIST_ADDRESS = "linux-mm@kvack.org"
 
+# InboxWritable::import_mbox, with the importer's epoch size settable (ARGV[2], bytes; 0 keeps
+# public-inbox's 1 GB): a small one makes an archive of many epochs from a few messages.
 _IMPORT_MBOX = r"""
 my $ibx = PublicInbox::Config->new->lookup_name($ARGV[1]); $ibx->{-no_fsync} = 1;
 $ibx = PublicInbox::InboxWritable->new($ibx);
+my $im = $ibx->importer(1);
+$im->{rotate_bytes} = $ARGV[2] if $ARGV[2];
 open(my $fh, "<", $ARGV[0]) or die "open: $!";
-$ibx->import_mbox($fh, "mboxrd");
+PublicInbox::MboxReader->reads("mboxrd")->(undef, $fh, \&PublicInbox::InboxWritable::_mbox_eml_cb,
+                                           $im, $ibx->filter);
+$im->done;
 """
 
 
@@ -75,11 +81,13 @@ class PublicInbox:
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(args)}: {proc.stderr.decode(errors='replace')}")
 
-    def import_mbox(self, mbox: Path, *, index: bool = True) -> None:
-        """Bulk import an mboxrd file (fast; what an archive's history looks like)."""
+    def import_mbox(self, mbox: Path, *, index: bool = True, epoch_bytes: int = 0) -> None:
+        """Bulk import an mboxrd file (fast; what an archive's history looks like); a new
+        epoch is started after each `epoch_bytes` of mail when it is given."""
         self._run(
-            "perl", "-MPublicInbox::Config", "-MPublicInbox::InboxWritable", "-e", _IMPORT_MBOX,
-            str(mbox), LIST_NAME,
+            "perl", "-MPublicInbox::Config", "-MPublicInbox::InboxWritable",
+            "-MPublicInbox::MboxReader", "-e", _IMPORT_MBOX, str(mbox), LIST_NAME,
+            str(epoch_bytes),
         )
         if index:
             self.index()

@@ -1,0 +1,293 @@
+"""The scale benchmark: does ingest cost more per message when the archive is large?
+
+Run as `.venv/bin/python bench/scale.py [--existing 1000000] [--messages 20000]
+[--backend sqlite|postgresql|both] [--pg-url URL] [--json]`.
+
+1. The corpus: `--messages` LKML-like messages from bench/ingest.py's generator, as an mbox.
+2. Fresh: the corpus ingested in-process (`bot.ingest.store.ingest`, parse workers as
+   configured) into an empty database.
+3. Filled: a database that already holds `--existing` messages, generated straight into the
+   tables (threads of a cover letter, three patches and six review replies, each a series
+   version of its own series, every message on the list; raw mail a small blob) and analyzed
+   as lorelab analyzes after a backfill; then the same corpus ingested into it.
+   The generator writes rows, not mail (SQLite executemany, PostgreSQL COPY): about a minute
+   for 1,000,000 messages on SQLite.
+4. Per message, each ingest's CPU (this process and its parse workers) and wall time; the
+   ratio filled / fresh (target <= 1.15). At the filled size, `series list` (50 rows) and
+   `series show` as the CLI runs them, in-process (start-up excluded): seconds and statements.
+
+CPU time is the figure to compare on a shared machine; wall time is given beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `machine` so
+
+from bench.ingest import Corpus, write_mbox  # noqa: E402
+from bench.machine import describe, machine  # noqa: E402
+
+PER_THREAD = 10  # cover letter, three patches, six replies
+TARGET = 1.15
+CHUNK = 20_000
+START = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+
+
+def cpu_seconds() -> float:
+    """CPU of this process and of its children that have ended (the parse workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# --------------------------------------------------------------------------------------------
+# The generator
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def generated_rows(existing: int, raw: bytes, sqlite: bool) -> Iterator[dict[str, list[tuple]]]:
+    """Rows per table, a chunk of threads at a time, ids from 1."""
+    threads = existing // PER_THREAD
+
+    def when(n: int) -> Any:
+        date = START + dt.timedelta(minutes=n)
+        return date.strftime("%Y-%m-%d %H:%M:%S.%f") if sqlite else date
+
+    per_chunk = max(1, CHUNK // PER_THREAD)
+    for first in range(0, threads, per_chunk):
+        rows: dict[str, list[tuple]] = {k: [] for k in (
+            "threads", "messages", "series", "series_versions", "patches", "message_lists")}
+        for t in range(first, min(threads, first + per_chunk)):
+            tid = t + 1
+            root = f"gen-{t}-0@example.org"
+            author = f"dev{t % 2000}@example.org"
+            title = f"mm/gen: generated series number {t}"
+            rows["threads"].append((tid, root, when(tid)))
+            for k in range(PER_THREAD):
+                mid = t * PER_THREAD + k + 1
+                msgid = f"gen-{t}-{k}@example.org"
+                kind = "cover" if k == 0 else "patch" if k <= 3 else "review"
+                parent = None if k == 0 else root if k <= 3 else f"gen-{t}-{1 + k % 3}@example.org"
+                refs = [] if parent is None else [root] if parent == root else [root, parent]
+                subject = (f"[PATCH {k}/3] {title}" if kind != "review"
+                           else f"Re: [PATCH {1 + k % 3}/3] {title}")
+                files = [{"path": "mm/vmscan.c", "change": "modify"}] if kind == "patch" else []
+                trailers = [["Reviewed-by", "R <r@example.org>"]] if kind == "review" else []
+                rows["messages"].append((
+                    mid, msgid, parent, _json(refs), tid, "Dev", author, when(mid), subject,
+                    title, kind, kind == "review", 1, False, k if k <= 3 else 1, 3, False, False,
+                    _json(["PATCH"]), "linux-mm.kvack.org", None, None,
+                    f"{mid:064x}" if kind == "patch" else None, _json(files), 3, 1,
+                    _json(trailers), _json([]), raw, 4096, when(mid),
+                ))
+                rows["message_lists"].append((mid, 1))
+            sid = tid
+            rows["series"].append((sid, title, title.lower(), "Dev", author, None, when(tid),
+                                   when(tid), when(tid * PER_THREAD)))
+            rows["series_versions"].append((
+                sid, sid, root, tid, 1, title, author, 3, 3, True, t * PER_THREAD + 1, False,
+                False, _json(["PATCH"]), None, None, _json([]), when(tid * PER_THREAD),
+                when(tid),
+            ))
+            for k in (1, 2, 3):
+                rows["patches"].append((sid * 3 + k - 3, sid, t * PER_THREAD + k + 1, k))
+        yield rows
+
+
+COLUMNS = {
+    "threads": ("id", "root_msgid", "created_at"),
+    "messages": ("id", "msgid", "in_reply_to", "references", "thread_id", "from_name",
+                 "from_email", "date", "subject", "title", "kind", "reply", "version",
+                 "version_explicit", "counter", "total", "rfc", "resend", "prefixes",
+                 "list_id_header", "base_commit", "change_id", "patch_fingerprint", "files",
+                 "insertions", "deletions", "trailers", "problems", "raw", "raw_size",
+                 "ingested_at"),
+    "series": ("id", "title", "title_key", "author_name", "author_email", "change_id",
+               "created_at", "updated_at", "last_mail_at"),
+    "series_versions": ("id", "series_id", "anchor_msgid", "thread_id", "version", "title",
+                        "author_email", "expected", "received", "complete", "cover_message_id",
+                        "rfc", "resend", "prefixes", "base_commit", "change_id", "notes", "date",
+                        "updated_at"),
+    "patches": ("id", "series_version_id", "message_id", "index"),
+    "message_lists": ("message_id", "list_id"),
+}
+
+
+def fill(url: str, existing: int) -> float:
+    """Generate `existing` messages into the (migrated, empty) database; seconds taken."""
+    from bot.db.models import pack_mail
+    from bot.db.session import Database, open_database
+
+    db: Database = open_database(url)
+    raw = bytes(pack_mail(b"Subject: generated\n\n" + b"generated body\n" * 200))
+    sqlite = url.startswith("sqlite")
+    started = time.perf_counter()
+    with db.engine.begin() as conn:
+        conn.exec_driver_sql("INSERT INTO lists (id, name, address) "
+                             "VALUES (1, 'linux-mm', 'linux-mm@kvack.org')")
+        driver = conn.connection.driver_connection
+        for rows in generated_rows(existing, raw, sqlite):
+            for table, values in rows.items():
+                names = COLUMNS[table]
+                quoted = ", ".join(f'"{n}"' for n in names)
+                if sqlite:
+                    marks = ", ".join("?" for _ in names)
+                    driver.executemany(f"INSERT INTO {table} ({quoted}) VALUES ({marks})",
+                                       values)
+                else:
+                    with driver.cursor().copy(f"COPY {table} ({quoted}) FROM STDIN") as copy:
+                        for row in values:
+                            copy.write_row(row)
+        if not sqlite:
+            for table in COLUMNS:
+                if table != "message_lists":
+                    conn.exec_driver_sql(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                        f"(SELECT max(id) FROM {table}))")
+    seconds = time.perf_counter() - started
+    db.optimize()
+    db.dispose()
+    return seconds
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring
+
+
+def measure_ingest(url: str, mbox: Path) -> dict[str, Any]:
+    from bot.config import IngestSettings
+    from bot.db.session import open_database
+    from bot.ingest.sources import iter_mbox
+    from bot.ingest.store import ingest
+
+    db = open_database(url)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    summary = ingest(db, iter_mbox(mbox), settings=IngestSettings(), list_name="linux-mm")
+    cpu, wall = cpu_seconds() - cpu, time.perf_counter() - wall
+    db.dispose()
+    n = summary.read
+    return {"messages": n, "stored": summary.stored, "cpu_seconds": round(cpu, 2),
+            "wall_seconds": round(wall, 2), "cpu_ms_per_message": round(1000 * cpu / n, 3),
+            "wall_ms_per_message": round(1000 * wall / n, 3)}
+
+
+def measure_reads(url: str, workdir: Path) -> dict[str, Any]:
+    """`series list` (50) and `series show` in-process, as the CLI runs them."""
+    from tests.cli import Lorelab
+    from tests.support.statements import statements
+
+    lorelab = Lorelab(workdir, url)
+    lorelab.run("series", "list", "--limit", "1")  # warm: imports, caches, connection
+    out: dict[str, Any] = {}
+    for name, args in (("series_list_50", ("series", "list", "--json")),
+                       ("series_show", ("series", "show", "1", "--json"))):
+        with statements() as seen:
+            started = time.perf_counter()
+            lorelab.run(*args)
+            seconds = time.perf_counter() - started
+        out[name] = {"seconds": round(seconds, 3), "statements": len(seen)}
+    return out
+
+
+def fresh_url(backend: str, workdir: Path, name: str, pg_url: str) -> tuple[str, Any]:
+    """An empty database at the latest schema; and how to drop it."""
+    from bot.db.session import open_database
+
+    if backend == "sqlite":
+        path = workdir / f"{name}.db"
+        for stale in workdir.glob(f"{name}.db*"):
+            stale.unlink()
+        url = f"sqlite:///{path}"
+        open_database(url).dispose()
+        return url, lambda: None
+    from tests.support.databases import create_pg_database, drop_pg_database
+
+    url = create_pg_database(pg_url)
+    open_database(url).dispose()
+    return url, lambda: drop_pg_database(pg_url, url)
+
+
+def run_backend(backend: str, args: argparse.Namespace, mbox: Path, workdir: Path) -> dict:
+    report: dict[str, Any] = {}
+    url, drop = fresh_url(backend, workdir, "fresh", args.pg_url)
+    try:
+        report["fresh"] = measure_ingest(url, mbox)
+    finally:
+        drop()
+    url, drop = fresh_url(backend, workdir, "filled", args.pg_url)
+    try:
+        report["generate_seconds"] = round(fill(url, args.existing), 1)
+        report["filled"] = measure_ingest(url, mbox)
+        report["reads_at_filled_size"] = measure_reads(url, workdir)
+    finally:
+        drop()
+    fresh, filled = report["fresh"], report["filled"]
+    report["cpu_ratio"] = round(filled["cpu_ms_per_message"] / fresh["cpu_ms_per_message"], 3)
+    report["wall_ratio"] = round(filled["wall_ms_per_message"] / fresh["wall_ms_per_message"], 3)
+    report["target_met"] = report["cpu_ratio"] <= TARGET
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--existing", type=int, default=1_000_000)
+    parser.add_argument("--messages", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    parser.add_argument("--pg-url", default=os.environ.get(
+        "LORELAB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument("--keep", type=Path, help="keep the mbox and SQLite files in DIR")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="lorelab-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("LORELAB_DATA_DIR", str(workdir))
+    mbox = workdir / "corpus.mbox"
+    write_mbox(Corpus(args.seed).messages(args.messages), mbox)
+    backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    report: dict[str, Any] = {"existing": args.existing, "messages": args.messages,
+                              "machine": machine(), "load": os.getloadavg()}
+    try:
+        for backend in backends:
+            report[backend] = run_backend(backend, args, mbox, workdir)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["load_after"] = os.getloadavg()
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for backend in backends:
+        r = report[backend]
+        print(f"{backend}: {args.messages} messages into an empty database and into one with "
+              f"{args.existing} (generated in {r['generate_seconds']} s)")
+        for name in ("fresh", "filled"):
+            m = r[name]
+            print(f"  {name:6} {m['cpu_ms_per_message']:7.3f} ms CPU/msg  "
+                  f"{m['wall_ms_per_message']:7.3f} ms wall/msg  ({m['stored']} stored)")
+        print(f"  filled/fresh: CPU {r['cpu_ratio']:.3f}, wall {r['wall_ratio']:.3f} "
+              f"(target <= {TARGET}: {'met' if r['target_met'] else 'NOT met'})")
+        for name, read in r["reads_at_filled_size"].items():
+            print(f"  {name}: {read['seconds']} s, {read['statements']} statements")
+    print(f"machine {describe()}; load {report['load']} -> {report['load_after']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

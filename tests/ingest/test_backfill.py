@@ -1,0 +1,150 @@
+"""Backfilling a whole public-inbox archive through git: many epochs walked in order, each with
+its own cursor, and objects a partial mirror lacks or holds corrupt recorded and walked past.
+
+The archive is made by public-inbox itself (`import_mbox` with a small epoch size); the bad
+objects are made the way they happen on disk: the packs exploded into loose objects (as a
+mirror copied file by file holds them), then one file deleted and one damaged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from bot.cli.progress import WalkBar
+from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
+from bot.ingest.pigit import PiGitSource, msgid_of, parse_log
+from tests.cli import Lorelab
+from tests.support.pi_server import PublicInbox, missing_reason
+
+pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")
+
+
+def archive_mails(tree: Path) -> list[bytes]:
+    """Three 2-patch series with a cover letter, each with two review replies: 15 messages."""
+    out: list[bytes] = []
+    for n in range(3):
+        series = make_series(tree, SeriesSpec(title=f"mm/vmscan: backfill part {n}", patches=2))
+        out += series
+        out += [make_reply(series[1 + k], author=("Rita Reviewer", "rita@example.org"),
+                           body=f"Reviewed part {n} patch {k}.") for k in range(2)]
+    return out
+
+
+def archive(tmp_path: Path, tree: Path) -> tuple[list[bytes], PublicInbox]:
+    """The mails, and a public-inbox archive of them in several epochs (one every 6 KB)."""
+    raws = archive_mails(tree)
+    pi = PublicInbox(tmp_path / "pi", index_level="basic")
+    mbox = tmp_path / "archive.mbox"
+    mbox.write_bytes(as_mbox(raws))
+    pi.import_mbox(mbox, index=False, epoch_bytes=6_000)
+    return raws, pi
+
+
+def explode_packs(git_dir: Path) -> None:
+    """Every packed object as a loose file, the packs gone (a mirror copied file by file)."""
+    pack_dir = git_dir / "objects" / "pack"
+    for pack in sorted(pack_dir.glob("*.pack")):
+        data = pack.read_bytes()
+        for stale in pack_dir.glob(pack.stem + ".*"):
+            stale.unlink()
+        subprocess.run(["git", "--git-dir", str(git_dir), "unpack-objects", "-q"], input=data,
+                       check=True)
+
+
+def message_blobs(git_dir: Path) -> list[tuple[str, str]]:
+    """(commit, blob) of each message the epoch added, oldest first."""
+    out = subprocess.run(["git", "--git-dir", str(git_dir), "log", "--reverse", "--raw",
+                          "--no-renames", "--no-abbrev", "--format=%x00%H"],
+                         capture_output=True, check=True).stdout
+    return [(c.commit, c.blob) for c in parse_log(out) if not c.removed]
+
+
+def loose(git_dir: Path, oid: str) -> Path:
+    return git_dir / "objects" / oid[:2] / oid[2:]
+
+
+def damage(path: Path) -> None:
+    """Flip bytes inside the compressed stream: git inflates garbage and gives up mid-object."""
+    data = bytearray(path.read_bytes())
+    for i in range(len(data) // 2, len(data) // 2 + 8):
+        data[i] ^= 0xFF
+    path.chmod(0o644)
+    path.write_bytes(bytes(data))
+
+
+def stored_msgids(db_file: Path) -> list[str]:
+    with sqlite3.connect(db_file) as conn:
+        return [row[0] for row in conn.execute("SELECT msgid FROM messages")]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("tree") / "linux")
+
+
+def test_a_walk_records_a_missing_and_a_corrupt_object_and_stores_everything_else(
+    tmp_path: Path, tree: Path
+) -> None:
+    raws, pi = archive(tmp_path, tree)
+    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    assert len(epochs) >= 3, "the archive should span several epochs"
+    removed_commit, removed_blob = message_blobs(epochs[1])[0]
+    corrupt_commit, corrupt_blob = message_blobs(epochs[-1])[-1]
+    for epoch in (epochs[1], epochs[-1]):
+        explode_packs(epoch)
+    loose(epochs[1], removed_blob).unlink()
+    damage(loose(epochs[-1], corrupt_blob))
+
+    lorelab = Lorelab(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+    got = lorelab.json("ingest", "pi-git", str(pi.inbox), "--list", "linux-mm")
+    assert (got["stored"], got["skipped"], got["duplicates"]) == (len(raws) - 2, 2, 0)
+    unreadable = {
+        raw for raw in raws
+        if msgid_of(raw) not in stored_msgids(tmp_path / "lorelab.db")
+    }
+    assert len(unreadable) == 2
+
+    (source,) = lorelab.json("sources")
+    assert source["last_error"] is None and source["skipped"] == 2
+    skips = {s["commit"]: s for s in source["skips"]}
+    assert set(skips) == {removed_commit, corrupt_commit}
+    assert skips[removed_commit]["object"] == removed_blob
+    assert skips[removed_commit]["reason"].startswith("missing object")
+    assert skips[removed_commit]["epoch"] == 1
+    assert skips[corrupt_commit]["reason"].startswith("corrupt object")
+    assert set(source["position"]) == {f"epoch/{n}" for n in range(len(epochs))}
+    table = lorelab.run("sources").stdout.decode()
+    assert f"commit {removed_commit}" in table and "2 commits skipped" in table
+
+    again = lorelab.json("ingest", "pi-git", str(pi.inbox), "--list", "linux-mm")
+    assert (again["read"], again["stored"], again["skipped"]) == (0, 0, 0)
+    assert len(stored_msgids(tmp_path / "lorelab.db")) == len(raws) - 2
+    (source,) = lorelab.json("sources")
+    assert source["last_error"] is None and source["skipped"] == 2
+
+
+def test_epochs_are_walked_in_order_and_the_bar_shows_each_epoch_and_its_rate(
+    tmp_path: Path, tree: Path
+) -> None:
+    raws, pi = archive(tmp_path, tree)
+    source = PiGitSource(str(pi.inbox), "linux-mm")
+    walked = [step.mail.origin for step in source.steps({}) if step.mail is not None]
+    epochs_in_order = [int(origin.split("#", 1)[1].split(":", 1)[0]) for origin in walked]
+    assert epochs_in_order == sorted(epochs_in_order) and epochs_in_order[-1] >= 2
+    assert [msgid_of(raw) for raw in raws] == [
+        msgid_of(step.mail.data) for step in source.steps({}) if step.mail is not None
+    ]
+
+    screen = StringIO()
+    with WalkBar(Console(file=screen, force_terminal=True, width=100)) as bar:
+        for number, changes in enumerate((5, 7)):
+            bar.epoch(number, changes)
+            bar.stored(changes)
+    shown = screen.getvalue()
+    assert "epoch 1" in shown and "7/7" in shown and "msg/s" in shown

@@ -1,0 +1,76 @@
+"""Reading series back: `series list`, `series show` and the front page, on SQLite and
+PostgreSQL. A page of series costs a fixed number of statements however many rows it shows,
+reads no raw mail, and is ordered and dated by the newest mail, not by when it was ingested."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+
+from bot.config import IngestSettings
+from bot.db.session import Database
+from bot.demo.threads import SeriesSpec, make_series, make_tree
+from bot.ingest.sources import RawMail
+from bot.ingest.store import ingest
+from bot.web.queries import SeriesFilter, series_detail, series_rows
+from tests.cli import Lorelab
+from tests.support.statements import statements
+
+RAW_COLUMN = re.compile(r"\bmessages(_\d+)?\.raw\b")
+# Sent (and so ingested) in this order; by the date of their mail the newest is "third".
+DATES = {"first": (2026, 3, 1), "second": (2026, 1, 1), "third": (2026, 5, 1),
+         "fourth": (2026, 2, 1)}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("tree") / "linux")
+
+
+@pytest.fixture
+def lorelab(db: Database, db_url: str, tree: Path, tmp_path: Path) -> Lorelab:
+    for name, date in DATES.items():
+        spec = SeriesSpec(title=f"mm: the {name} series", patches=2,
+                          start_date=dt.datetime(*date, 9, 0, tzinfo=dt.UTC))
+        ingest(db, [RawMail(m, name) for m in make_series(tree, spec)],
+               settings=IngestSettings(batch_size=50, parse_workers=0), list_name="linux-mm")
+    return Lorelab(tmp_path, db_url)
+
+
+def test_list_is_ordered_and_dated_by_the_newest_mail_and_says_what_it_left_out(
+    lorelab: Lorelab
+) -> None:
+    rows = lorelab.json("series", "list", "--limit", "2")
+    assert [r["title"] for r in rows] == ["mm: the third series", "mm: the first series"]
+    # The last of the three messages (cover letter, two patches) a minute apart.
+    assert rows[0]["updated"] == "2026-05-01T09:02:00+00:00"
+    table = lorelab.run("series", "list", "--limit", "2").stdout.decode()
+    assert "2 of 4 series shown; --limit shows more" in table
+    assert "2026-05-01 09:02" in table
+    assert "of 4" not in lorelab.run("series", "list").stdout.decode()
+    since = lorelab.json("series", "list", "--since", "2026-02-15")
+    assert [r["title"] for r in since] == ["mm: the third series", "mm: the first series"]
+
+
+def test_a_page_costs_the_same_statements_for_one_row_or_many_and_reads_no_raw_mail(
+    lorelab: Lorelab, db: Database
+) -> None:
+    counts = []
+    for limit in ("1", "4"):
+        with statements() as seen:
+            lorelab.json("series", "list", "--limit", limit)
+        counts.append(len(seen))
+        assert not [sql for sql, _ in seen if RAW_COLUMN.search(sql)]
+    assert counts[0] == counts[1] <= 10
+    with statements() as seen:
+        shown = lorelab.json("series", "show", "1")
+        with db.session() as session:
+            rows = series_rows(session, SeriesFilter())
+            detail = series_detail(session, rows[0].id)
+    assert shown["versions"][0]["patches"][1]["subject"].startswith("[PATCH 2/2]")
+    assert detail is not None and len(rows) == 4
+    assert not [sql for sql, _ in seen if RAW_COLUMN.search(sql)]
+    assert len(seen) <= 30
