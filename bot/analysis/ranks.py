@@ -39,8 +39,16 @@ class ShiftEstimate:
     u: float  # Mann-Whitney U of y against x: #(y > x) + 0.5 #(y == x)
     pvalue: float  # two-sided
     exact: bool  # exact null distribution (False: normal approximation)
-    m: int  # size of x
-    n: int  # size of y
+    m: int  # size of x (pairs, when paired)
+    n: int  # size of y (pairs, when paired)
+    # True: the signed-rank statistic of within-pair differences (bot.analysis.signed_rank);
+    # u is then its T+ scaled to [0, m n].
+    paired: bool = False
+
+    @property
+    def larger(self) -> bool:
+        """The test statistic says y is larger than x (as the test decided, not the estimate)."""
+        return self.u > self.m * self.n / 2
 
 
 def null_pmf(m: int, n: int) -> np.ndarray:

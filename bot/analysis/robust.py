@@ -84,13 +84,15 @@ class TailFinding:
         return tuple(lines)
 
 
-def modified_z_scores(values: Sequence[float]) -> np.ndarray:
-    """0.6745 (ln x - median) / MAD of ln x, for each value (all > 0).
+def modified_z_scores(values: Sequence[float], log: bool = True) -> np.ndarray:
+    """0.6745 (ln x - median) / MAD of ln x, for each value (all > 0); on the values themselves
+    when `log` is False (counts that are zero in some runs).
 
     When more than half the values are equal (MAD = 0) the mean absolute deviation stands in,
     scaled to the same normal sigma (0.7979 = sqrt(2/pi)); when that is 0 too, all scores are 0.
     """
-    logs = np.log(np.asarray(values, dtype=float))
+    array = np.asarray(values, dtype=float)
+    logs = np.log(array) if log else array
     centre = np.median(logs)
     deviations = logs - centre
     mad = float(np.median(np.abs(deviations)))
@@ -103,21 +105,27 @@ def modified_z_scores(values: Sequence[float]) -> np.ndarray:
 
 
 def robust_cv(values: Sequence[float]) -> float:
-    """1.4826 * MAD / median of the raw values (0 for a single value)."""
+    """1.4826 * MAD / median of the raw values (0 for a single value or no spread; +inf for
+    a spread around a median of 0)."""
     array = np.asarray(values, dtype=float)
     median = float(np.median(array))
     mad = float(np.median(np.abs(array - median)))
-    return MAD_TO_SIGMA * mad / median
+    if mad == 0:
+        return 0.0
+    return MAD_TO_SIGMA * mad / median if median else float("inf")
 
 
-def summarize_side(values: Sequence[float], positions: Sequence[int] | None = None) -> SideSummary:
-    """n, median, robust CV and outliers of one kernel's runs (values > 0, in run order)."""
+def summarize_side(
+    values: Sequence[float], positions: Sequence[int] | None = None, log: bool = True
+) -> SideSummary:
+    """n, median, robust CV and outliers of one kernel's runs (in run order; values > 0, or
+    >= 0 with `log` False: outliers are then found on the values themselves)."""
     array = np.asarray(values, dtype=float)
     if array.size == 0:
         raise ValueError("no samples")
     if positions is not None and len(positions) != array.size:
         raise ValueError(f"{len(positions)} positions for {array.size} samples")
-    scores = modified_z_scores(array)
+    scores = modified_z_scores(array, log=log)
     outliers = tuple(
         Outlier(
             value=float(array[i]),

@@ -3,20 +3,22 @@
 Pure over an injected `run_one(kernel, pair_index, position)` that runs one boot of kernel "A"
 (base) or "B" (patched) and returns its samples. Each pair's order (AB or BA) is drawn from a
 `random.Random(seed)`, so a campaign's schedule is reproducible from its recorded seed. Warm-up
-pairs run first and are kept apart, never judged. From k_min pairs on, every main metric is judged
-with `decide_after_pair`; the loop stops when all of them have stopped (a change, no change, or
-k_max reached). See docs/statistics.md, "Design of a comparison".
+pairs run first and are kept apart, never judged. From k_min pairs on, all the metrics the boots
+report are judged after each pair as one family (`bot.analysis.family.look`): each is decided on
+its own, and the loop stops when every main metric is decided or k_max pairs have run. See
+docs/statistics.md, "Design of a comparison".
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from bot.analysis.verdict import DEFAULT_K_MAX, DEFAULT_K_MIN, Comparison, decide_after_pair
-from bot.benchmarks.definition import BASE, PATCHED, Metric
+from bot.analysis.family import look, pairs_from_samples
+from bot.analysis.verdict import DEFAULT_K_MAX, DEFAULT_K_MIN, Comparison
+from bot.benchmarks.definition import Metric
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class PairsResult:
     comparisons: dict[str, Comparison]  # per main metric, after the last pair
     k_min: int
     k_max: int
+    # Every metric's judgement (main, secondary, counters), as `judge_campaign` makes it again.
+    judgement: dict[str, Comparison] = field(default_factory=dict)
 
     @property
     def pairs(self) -> int:
@@ -85,9 +89,9 @@ def run_pairs(
     k_min: int = DEFAULT_K_MIN,
     k_max: int = DEFAULT_K_MAX,
 ) -> PairsResult:
-    """Run warm-up pairs, then measured pairs until every main metric's comparison stops.
+    """Run warm-up pairs, then measured pairs until every main metric is decided or k_max.
 
-    `metrics` are the benchmark's metrics; only the main ones are judged. A boot that returns no
+    `metrics` are the benchmark's metrics; only the main ones hold the loop. A boot that returns no
     value of a main metric, or samples for another kernel or slot than asked, is a runner bug and
     raises ValueError.
     """
@@ -110,7 +114,8 @@ def run_pairs(
 
     samples: list[Sample] = []
     orders: list[str] = []
-    comparisons: dict[str, Comparison] = {}
+    judgement: dict[str, Comparison] = {}
+    decided: dict[str, Comparison] = {}
     for measured in range(k_max):
         pair_index = warmup_pairs + measured
         order = pair_order(rng)
@@ -121,8 +126,10 @@ def run_pairs(
             samples.extend(boot)
         if measured + 1 < k_min:
             continue
-        comparisons = {m.name: _judge(samples, m, k_min=k_min, k_max=k_max) for m in main}
-        if all(c.stopped for c in comparisons.values()):
+        state = look(pairs_from_samples(samples, metrics), measured + 1, decided,
+                     k_min=k_min, k_max=k_max)
+        decided, judgement = state.decided, state.comparisons
+        if state.stop:
             break
     return PairsResult(
         seed=seed,
@@ -130,24 +137,10 @@ def run_pairs(
         warmups=tuple(warmups),
         orders=tuple(orders),
         warmup_orders=tuple(warmup_orders),
-        comparisons=comparisons,
+        comparisons={m.name: judgement[m.name] for m in main if m.name in judgement},
         k_min=k_min,
         k_max=k_max,
-    )
-
-
-def _judge(samples: Sequence[Sample], metric: Metric, *, k_min: int, k_max: int) -> Comparison:
-    base = [s for s in samples if s.metric == metric.name and s.kernel == BASE]
-    patched = [s for s in samples if s.metric == metric.name and s.kernel == PATCHED]
-    return decide_after_pair(
-        [s.value for s in base],
-        [s.value for s in patched],
-        higher_is_better=metric.higher_is_better,
-        delta=metric.delta,
-        k_min=k_min,
-        k_max=k_max,
-        base_positions=[s.slot for s in base],
-        patched_positions=[s.slot for s in patched],
+        judgement=judgement,
     )
 
 

@@ -1,7 +1,9 @@
 """A lab campaign judged: its stored samples as a `BenchmarkResult`, every metric's verdict.
 
 The pair loop (workers/lab/pairs.py) stops a campaign; `judge_campaign` is the one place its
-samples are turned into verdicts (bot.analysis.verdict through bot.report.compose.results_file), and
+samples are turned into verdicts: all of its metrics (main, secondary, reclaim counters) as one
+family, replaying the loop's looks (bot.analysis.family, through
+bot.report.compose.results_file), and
 `result_json` is what the campaign's `result` column stores of that judgement for the status
 page, `lorelab review`'s exit status and `lorelab analyze`.
 """
@@ -11,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from bot.benchmarks.definition import BASE, PATCHED, Benchmark
+from bot.analysis.family import COUNTER_DELTA, pairs_from_samples
+from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign
 from bot.report.compose.results import BenchmarkResult, MetricResult, RunPolicy
 from bot.report.compose.results_file import benchmark_result
-
-COUNTER_DELTA = 0.05  # reclaim counters: report changes of 5% or more
 
 
 class StoredSample(Protocol):
@@ -74,24 +75,17 @@ def stored_judgement(campaign: LabCampaign) -> BenchmarkResult | None:
 
 
 def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:
-    """The recorded-results shape (bot.report.compose.results_file) of a campaign's samples."""
-    names = list(dict.fromkeys(s.metric for s in samples))
+    """The recorded-results shape (bot.report.compose.results_file) of a campaign's samples:
+    per metric, its value in each measured pair (None where a boot gave none)."""
     metrics = []
-    for name in names:
-        try:
-            spec = benchmark.metric(name)
-            higher, delta, secondary = spec.higher_is_better, spec.delta, not spec.main
-        except KeyError:  # a reclaim counter: no direction is better in general
-            higher, delta, secondary = None, COUNTER_DELTA, True
-        side = {k: sorted((s for s in samples if s.metric == name and s.kernel == k),
-                          key=lambda s: 2 * s.pair_index + s.position) for k in (BASE, PATCHED)}
-        if not side[BASE] or not side[PATCHED]:
-            continue
+    for pairs in pairs_from_samples(samples, benchmark.metrics):
+        declared = pairs.name in {m.name for m in benchmark.metrics}
         metrics.append({
-            "name": name, "unit": side[BASE][0].unit, "higher_is_better": higher,
-            "delta": delta, "secondary": secondary,
-            "base": [s.value for s in side[BASE]], "patched": [s.value for s in side[PATCHED]],
-            "base_positions": [2 * s.pair_index + s.position for s in side[BASE]],
-            "patched_positions": [2 * s.pair_index + s.position for s in side[PATCHED]],
+            "name": pairs.name, "unit": next(s.unit for s in samples if s.metric == pairs.name),
+            "higher_is_better": pairs.higher_is_better if declared else None,
+            "delta": pairs.delta, "secondary": not pairs.main,
+            "base": list(pairs.base), "patched": list(pairs.patched),
+            "base_positions": list(pairs.base_positions or ()),
+            "patched_positions": list(pairs.patched_positions or ()),
         })
     return {"name": benchmark.name, "parameters": dict(benchmark.parameters), "metrics": metrics}

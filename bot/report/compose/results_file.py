@@ -1,9 +1,9 @@
 """The recorded-results file: one benchmark reply's inputs as JSON (format "lorelab-results/1").
 
 `lorelab analyze` writes it and `lorelab reply preview FILE` renders it. It holds raw per-boot
-samples, not verdicts: the comparisons are recomputed here with bot.analysis.verdict (fixed n with
-`compare`, or the sequential rule with `decide_after_pair`), then the false discovery rate is
-controlled per benchmark run, separately for its metrics and its reclaim counters.
+samples, not verdicts: the comparisons are recomputed here, all of a benchmark run's metrics as one
+family: with the sequential rule over the pairs (bot.analysis.family, as a lab campaign is judged)
+or, for a fixed number of runs, with `compare` and the false discovery rate control.
 
     {
       "format": "lorelab-results/1",
@@ -23,6 +23,7 @@ controlled per benchmark run, separately for its metrics and its reclaim counter
         "metrics": [{"name": str, "unit": str, "higher_is_better": bool | null,
                      "secondary": bool, "delta": float,     # optional, else policy.delta
                      "base": [float], "patched": [float],   # per-boot values, in run order
+                                                            # (sequential: per pair, null: none)
                      "base_positions": [int], "patched_positions": [int]}]   # optional
       }],
       "claims": [{"author": str, "lines": [str], "summary": str, "benchmarks": [str],
@@ -33,16 +34,19 @@ controlled per benchmark run, separately for its metrics and its reclaim counter
     }
 
 A metric whose higher_is_better is null (most vmstat counters) is reported as an increase or
-decrease. A metric with a value <= 0 in some run cannot be compared as a ratio: it is listed as
-not compared.
+decrease. Sequential: a NaN, infinite or negative value is left out with its reason, and a metric
+that is zero in some run is compared on an absolute scale (bot.analysis.screen). Fixed n: a
+metric with a value <= 0 in some run cannot be compared as a ratio and is listed as not compared.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
-from bot.analysis.verdict import Comparison, compare, decide_after_pair, judge_metrics
+from bot.analysis.family import MetricPairs, judge_pairs
+from bot.analysis.verdict import Comparison, compare, judge_metrics
 from bot.report.compose.inputs import ParentMessage, Person, SeriesInfo, TreeInfo
 from bot.report.compose.results import (
     BenchmarkReplyContext,
@@ -104,65 +108,76 @@ def _parent(raw: dict[str, Any]) -> ParentMessage:
 
 def benchmark_result(raw: dict[str, Any], policy: RunPolicy, where: str) -> BenchmarkResult:
     """Judge one benchmark's metrics from their raw per-boot values (the file's `benchmarks[]`
-    shape); main metrics and secondary counters are each a family for the FDR control."""
+    shape), all of them as one family. Sequential: base[i] and patched[i] are pair i (null for
+    a value the boot did not give), judged by bot.analysis.family; else fixed n, unpaired."""
     parameters = tuple((str(k), str(v)) for k, v in raw.get("parameters", {}).items())
-    judged: dict[str, tuple[dict[str, Any], Comparison]] = {}
-    skipped = []
     for j, metric in enumerate(raw["metrics"]):
-        base, patched = metric["base"], metric["patched"]
-        if not base or not patched or not all(isinstance(v, int | float) for v in base + patched):
+        values = metric["base"] + metric["patched"]
+        if not metric["base"] or not metric["patched"] or not all(
+                v is None or isinstance(v, int | float) for v in values):
             raise ResultsFileError(f"{where}.metrics[{j}]: base and patched must be numbers")
-        if min(base + patched) <= 0:
+    if policy.sequential:
+        judged, skipped = _sequential(raw["metrics"], policy), []
+    else:
+        judged, skipped = _fixed(raw["metrics"], policy)
+    by_name = {m["name"]: m for m in raw["metrics"]}
+    metrics = tuple(
+        MetricResult(
+            name=name,
+            unit=by_name[name].get("unit", ""),
+            comparison=comparison,
+            secondary=bool(by_name[name].get("secondary", False)),
+            direction_known=by_name[name].get("higher_is_better") is not None,
+        )
+        for secondary in (False, True)
+        for name, comparison in judged.items()
+        if bool(by_name[name].get("secondary", False)) is secondary
+    )
+    return BenchmarkResult(raw["name"], parameters, metrics, tuple(skipped))
+
+
+def _sequential(raw: list[dict[str, Any]], policy: RunPolicy) -> dict[str, Comparison]:
+    pairs = [
+        MetricPairs(
+            name=m["name"],
+            base=tuple(m["base"]),
+            patched=tuple(m["patched"]),
+            higher_is_better=m.get("higher_is_better"),
+            delta=float(m.get("delta", policy.delta)),
+            main=not m.get("secondary", False),
+            base_positions=_tuple(m.get("base_positions")),
+            patched_positions=_tuple(m.get("patched_positions")),
+        )
+        for m in raw
+    ]
+    if any(len(p.base) != len(p.patched) for p in pairs):
+        raise ResultsFileError("a sequential comparison needs as many base as patched values")
+    judged = judge_pairs(pairs, k_min=policy.k_min or 5, k_max=policy.k_max or 30)
+    return {p.name: judged.comparisons[p.name] for p in pairs}
+
+
+def _fixed(raw: list[dict[str, Any]], policy: RunPolicy) -> tuple[dict[str, Comparison],
+                                                                  list[str]]:
+    """Unpaired fixed-n comparisons, one family; a metric with a value <= 0 or missing cannot
+    be a ratio of two samples and is listed as not compared."""
+    comparisons, skipped = {}, []
+    for metric in raw:
+        values = metric["base"] + metric["patched"]
+        if any(v is None or not math.isfinite(v) or v <= 0 for v in values):
             skipped.append(metric["name"])
             continue
-        judged[metric["name"]] = (metric, _comparison(metric, policy))
-    metrics = []
-    for secondary in (False, True):
-        family = {
-            name: comparison
-            for name, (metric, comparison) in judged.items()
-            if bool(metric.get("secondary", False)) is secondary
-        }
-        for name, comparison in judge_metrics(family).items() if family else ():
-            metric = judged[name][0]
-            metrics.append(
-                MetricResult(
-                    name=name,
-                    unit=metric.get("unit", ""),
-                    comparison=comparison,
-                    secondary=secondary,
-                    direction_known=metric.get("higher_is_better") is not None,
-                )
-            )
-    return BenchmarkResult(raw["name"], parameters, tuple(metrics), tuple(skipped))
+        comparisons[metric["name"]] = compare(
+            metric["base"], metric["patched"],
+            higher_is_better=bool(metric.get("higher_is_better")),
+            delta=float(metric.get("delta", policy.delta)), alpha=policy.alpha,
+            base_positions=metric.get("base_positions"),
+            patched_positions=metric.get("patched_positions"))
+    main = [m["name"] for m in raw if not m.get("secondary", False)]
+    return judge_metrics(comparisons, main=main) if comparisons else {}, skipped
 
 
-def _comparison(metric: dict[str, Any], policy: RunPolicy) -> Comparison:
-    higher = bool(metric.get("higher_is_better"))
-    delta = float(metric.get("delta", policy.delta))
-    positions = {
-        "base_positions": metric.get("base_positions"),
-        "patched_positions": metric.get("patched_positions"),
-    }
-    # Secondary metrics (reclaim counters) did not decide when to stop: judged at the end.
-    if policy.sequential and not metric.get("secondary", False):
-        return decide_after_pair(
-            metric["base"],
-            metric["patched"],
-            higher_is_better=higher,
-            delta=delta,
-            k_min=policy.k_min or 5,
-            k_max=policy.k_max or 30,
-            **positions,
-        )
-    return compare(
-        metric["base"],
-        metric["patched"],
-        higher_is_better=higher,
-        delta=delta,
-        alpha=policy.alpha,
-        **positions,
-    )
+def _tuple(values: list[int] | None) -> tuple[int, ...] | None:
+    return None if values is None else tuple(values)
 
 
 def _claim(raw: dict[str, Any]) -> ClaimQuote:
