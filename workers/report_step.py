@@ -10,6 +10,7 @@ the series version, so a repeated step finds the stored reply instead of writing
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import sqlalchemy as sa
 
 from bot.benchmarks.registry import benchmark as make_benchmark
 from bot.config import Settings
-from bot.config.lab_hosts import LabHostSettings, find_host
+from bot.config.lab_hosts import LabHostSettings, configured_hosts
 from bot.db.models import LabCampaign, Run, SeriesVersion
 from bot.db.session import Database
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
@@ -33,7 +34,15 @@ from bot.report.compose.failure_reply import (
 )
 from bot.report.compose.from_db import answered_message, parent_message, reply_options, series_info
 from bot.report.compose.inputs import TreeInfo
+from bot.report.compose.machine_facts import machine_from_facts
 from bot.report.compose.message import ComposedReply
+from bot.report.compose.reproduce import (
+    BenchmarkCommand,
+    ConfigRecipe,
+    apply_lines,
+    bench_lines,
+    build_lines,
+)
 from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, Machine
 from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
@@ -41,8 +50,6 @@ from bot.runs.outcome import outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
 from bot.runs.steps import StepEnd, run_step, stored_step
 from bot.runs.stops import series_stopped
-
-BOOTS = {"tcg": "TCG guest", "kvm": "KVM guest"}  # a qemu host's accel, as samples record it
 
 
 def run_report_step(db: Database, settings: Settings, step_id: int,
@@ -84,13 +91,14 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
         ctx = ApplyFailureContext(
             parent=parent, series=series, tree=tree, failing_patch=index,
             failing_subject=subject, conflicts=apply.conflicted_paths,
-            reproduce=_reproduce(version, run))
+            reproduce=tuple(apply_lines(version.anchor_msgid, run.base_commit or apply.base)))
         return compose_apply_failure(ctx, options), outcome.why
     base = BuildRecord.from_step(by_name["build-base"])
     if outcome.reply == BUILD_FAILURE:
         ctx_build = BuildFailureContext(
-            parent=parent, series=series, tree=tree, build=_build_info(settings, base),
-            log=by_name["build-patched"].log_excerpt, reproduce=_reproduce(version, run))
+            parent=parent, series=series, tree=tree, build=_build_info(settings, base, run),
+            log=by_name["build-patched"].log_excerpt,
+            reproduce=_reproduce(version, run, settings, base))
         return compose_build_failure(ctx_build, options), outcome.why
     campaigns = list(session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
                                                                  LabCampaign.state == "done")
@@ -101,14 +109,19 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
                                                                           **c.parameters))
                     for c in campaigns)
     measured = [s for s in campaigns[0].samples if not s.warmup]
-    host = find_host(settings.lab_hosts, run.runner)
+    # The host the campaigns ran on, as they recorded it (its settings, if still configured).
+    host = next((h for h in configured_hosts(settings.lab_hosts) if h.name == campaigns[0].host),
+                LabHostSettings(name=campaigns[0].host))
     ctx_bench = BenchmarkReplyContext(
         parent=parent, series=series, tree=tree,
         machine=_machine(host, campaigns[0], measured[0].accel if measured else "none"),
-        build=_build_info(settings, base),
+        build=_build_info(settings, base, run),
         policy=campaign_policy(campaigns[0], measured),
         benchmarks=results,
-        reproduce=_reproduce(version, run))
+        outcome=outcome.label,
+        reproduce=(*_reproduce(version, run, settings, base),
+                   *bench_lines([_command(c, host) for c in campaigns],
+                                booted=campaigns[0].runner != "local")))
     return compose_benchmark_reply(ctx_bench, options), outcome.why
 
 
@@ -145,15 +158,47 @@ def _failed_patch(version: SeriesVersion, failed: str | None) -> tuple[int, str]
     return 1, text
 
 
-def _build_info(settings: Settings, build: BuildRecord) -> BuildInfo:
+def _build_info(settings: Settings, build: BuildRecord, run: Run) -> BuildInfo:
     config = settings.build.base_config
     names = [Path(config).name, *(Path(f).stem for f in settings.build.fragments)]
     record: dict[str, Any] = {}
     artifacts = build.artifact_dir
     if artifacts and (Path(artifacts) / "build.json").exists():
         record = json.loads((Path(artifacts) / "build.json").read_text())
-    return BuildInfo(config_name="+".join(names), config_hash=str(record.get("config", ""))[:12],
-                     compiler=str(record.get("compiler", "")))
+    return BuildInfo(config_name="+".join(names), config_hash=_config_sha256(build),
+                     compiler=str(record.get("compiler", "")),
+                     config_url=_config_url(settings, run))
+
+
+def _config_sha256(build: BuildRecord) -> str:
+    """The sha256 of the .config the kernel was built with (what a reader can check)."""
+    config = Path(build.artifact_dir or "") / "config"
+    return hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else ""
+
+
+def _config_url(settings: Settings, run: Run) -> str:
+    """The status page's copy of the base kernel's .config (bot/web), when a site is set."""
+    base = settings.web.base_url
+    return f"{base.rstrip('/')}/runs/{run.id}/config" if base else ""
+
+
+def _reproduce(version: SeriesVersion, run: Run, settings: Settings,
+               base: BuildRecord) -> tuple[str, ...]:
+    """Apply and build, as lorelab did, without lorelab."""
+    recipe = ConfigRecipe(url=_config_url(settings, run), base=settings.build.base_config,
+                          fragments=tuple(str(f) for f in settings.build.fragment_files()),
+                          sha256=_config_sha256(base))
+    return (*apply_lines(version.anchor_msgid, run.base_commit or ""),
+            *build_lines(recipe, settings.build.targets))
+
+
+def _command(campaign: LabCampaign, host: LabHostSettings) -> BenchmarkCommand:
+    """The benchmark's command line as the lab ran it, and how often per kernel."""
+    definition = make_benchmark(campaign.benchmark, **campaign.parameters)
+    argv = definition.argv(kernel="{kernel}", scratch="/tmp/lorelab-scratch")
+    boots = len({s.pair_index for s in campaign.samples if not s.warmup})
+    return BenchmarkCommand(argv=tuple(argv), runs=boots * host.iterations,
+                            memcg_max=definition.memcg_max)
 
 
 def _machine(host: LabHostSettings, campaign: LabCampaign, accel: str) -> Machine:
@@ -161,44 +206,6 @@ def _machine(host: LabHostSettings, campaign: LabCampaign, accel: str) -> Machin
     the guest for a qemu host, the lab machine for an ssh host, this host for a local one."""
     recorded = campaign.machine or {}
     facts: dict[str, Any] = recorded.get("A") or recorded.get("B") or {}
-    if not facts:
-        # A campaign stored before machines were recorded: say only what is known.
-        return Machine(cpu="CPU not recorded", cores=host.cpus,
-                       boot=BOOTS.get(accel, f"{host.runner} lab host"), host=host.name)
-    if accel in ("kvm", "tcg"):
-        boot = BOOTS[accel]
-    else:  # the job ran on a machine's own kernel (ssh) or on this host's (local)
-        boot = "virtual machine" if facts.get("virtualized") else "bare metal"
-    memory_kb = facts.get("memory_kb")
-    cpus = int(facts.get("cpus") or host.cpus)
-    per_core = facts.get("threads_per_core")
-    return Machine(
-        cpu=str(facts.get("cpu") or "unknown CPU"), cores=cpus // per_core if per_core else cpus,
-        threads=cpus if per_core else None, l1d=_size(facts.get("l1d")),
-        l1i=_size(facts.get("l1i")), l2=_size(facts.get("l2")), l3=_size(facts.get("l3")),
-        memory=_memory(memory_kb), numa_nodes=int(facts.get("numa_nodes") or 1), boot=boot,
-        host=host.name)
-
-
-def _size(kernel_size: object) -> str:
-    """"32K" (as /sys says) as lscpu prints it: "32 KiB"; "16384K" -> "16 MiB"."""
-    text = str(kernel_size or "")
-    if not text.endswith("K") or not text[:-1].isdigit():
-        return text
-    kib = int(text[:-1])
-    return f"{kib // 1024} MiB" if kib >= 1024 and kib % 1024 == 0 else f"{kib} KiB"
-
-
-def _memory(kb: object) -> str:
-    if not isinstance(kb, int) or kb <= 0:
-        return ""
-    mib = kb / 1024
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
-
-
-def _reproduce(version: SeriesVersion, run: Run) -> tuple[str, ...]:
-    lines = [f"b4 am {version.anchor_msgid}"]
-    if run.base_commit:
-        lines.append(f"git checkout {run.base_commit[:12]} && git am ./*.mbx")
-    lines.append(f"lorelab review {version.anchor_msgid} --tree PATH")
-    return tuple(lines)
+    return machine_from_facts(facts, host=campaign.host, runner=str(facts.get("runner")
+                                                                   or campaign.runner),
+                              accel=accel, cores=host.cpus)

@@ -102,7 +102,7 @@ def analyze(
         emit_json(rows)
         return
     table = Table(title=title, title_justify="left")
-    for column in ("benchmark", "metric", "change", "95% CI", "p", "verdict"):
+    for column in ("benchmark", "metric", "change", "interval", "p", "delta", "verdict"):
         table.add_column(column, overflow="fold")
     for r in rows:
         style = "bold" if r["verdict"] in ("regression", "improvement") else None
@@ -110,8 +110,9 @@ def analyze(
             r["benchmark"],
             r["metric"],
             f"{r['change_pct']:+.2f}%",
-            f"[{r['ci_pct'][0]:+.2f}%, {r['ci_pct'][1]:+.2f}%]",
-            f"{r['p']:.3f}",
+            f"[{r['ci_pct'][0]:+.2f}%, {r['ci_pct'][1]:+.2f}%] {100 * r['interval_level']:g}%",
+            f"{r['p']:.3g}",
+            f"{r['delta_pct']:g}%",
             r["words"] + ("".join(f"; {f}" for f in r["findings"])),
             style=style,
         )

@@ -75,6 +75,10 @@ def bench(
     out = stdout_console()
     results = []
     for definition in chosen:
+        try:
+            runner = make_runner(host, definition, kernels)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
         with db.session() as session:
             campaign = new_campaign(definition, kernel_a=str(kernels["A"]),
                                     kernel_b=str(kernels["B"]), host=host.name,
@@ -85,7 +89,6 @@ def bench(
             session.add(campaign)
             session.flush()
             campaign_id = campaign.id
-        runner = make_runner(host, definition, kernels)
         with Progress(TextColumn("{task.description}"), BarColumn(),
                       TextColumn("{task.completed}/{task.total} boots"), TimeElapsedColumn(),
                       console=out, disable=as_json, transient=True) as progress:
@@ -134,13 +137,14 @@ def _print_campaign(out: Any, r: dict[str, Any]) -> None:
     table = Table(title=f"{r['benchmark']} on {r['host']} ({r['runner']}, "
                   f"{'/'.join(r['accel'])}): {r['pairs']} pairs, seed {r['seed']}",
                   title_justify="left")
-    for column in ("metric", "A median", "B median", "change", "95% CI", "p", "verdict"):
+    for column in ("metric", "A median", "B median", "change", "interval", "p", "delta", "verdict"):
         table.add_column(column, overflow="fold")
     for m in sorted(r["metrics"], key=lambda m: m["secondary"]):
         table.add_row(m["metric"], f"{m['base']['median']:.6g}", f"{m['patched']['median']:.6g}",
                       f"{m['change_pct']:+.2f}%",
-                      f"[{m['ci_pct'][0]:+.2f}%, {m['ci_pct'][1]:+.2f}%]", f"{m['p']:.3f}",
-                      m["words"], style="dim" if m["secondary"] else None)
+                      f"[{m['ci_pct'][0]:+.2f}%, {m['ci_pct'][1]:+.2f}%] "
+                      f"{100 * m['interval_level']:g}%", f"{m['p']:.3g}",
+                      f"{m['delta_pct']:g}%", m["words"], style="dim" if m["secondary"] else None)
     out.print(table)
     if r["not_compared"]:
         out.print("not compared (zero in some runs): " + ", ".join(r["not_compared"]))

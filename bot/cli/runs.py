@@ -25,7 +25,7 @@ from bot.runs.findings import Headline, headline, run_campaigns, run_reply
 from bot.runs.lifecycle import PlanError, cancel_run, create_run, find_tree, resume_run, retest_run
 from bot.runs.outcome import outcome_of
 from bot.runs.states import FINISHED, RunState, StepState
-from bot.runs.steps import LISTENERS
+from bot.runs.steps import LISTENERS, worker_gone
 
 runs_app = typer.Typer(help="Apply and build runs, and their steps.")
 
@@ -80,7 +80,7 @@ def run_dict(session: Session, run: Run) -> dict[str, Any]:
             "started_at": s.started_at.isoformat() if s.started_at else None,
             "finished_at": s.finished_at.isoformat() if s.finished_at else None,
             "seconds": _seconds(s), "error": s.error, "result": s.result,
-            "log_excerpt": s.log_excerpt,
+            "log_excerpt": s.log_excerpt, "worker_gone": worker_gone(s.state, s.host),
         } for s in run.steps],
     }
 
@@ -195,6 +195,10 @@ def _print_run(data: dict[str, Any]) -> None:
         took = f" in {step['seconds']:.1f} s" if step["seconds"] is not None else ""
         cached = " (cached)" if step["result"].get("cached") else ""
         out.print(f"  {step['name']}: {step['state']}{took}{cached}")
+        if step["worker_gone"]:
+            out.print(f"    its worker ({step['host']}) is gone, killed mid-step: "
+                      f"`lorelab runs resume {data['id']}` runs it again", markup=False,
+                      highlight=False)
         if step["error"]:
             out.print(f"    {step['error']}")
         for conflict in step["result"].get("conflicts", []):

@@ -9,6 +9,7 @@ the list was already answered.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,10 @@ from sqlalchemy.orm import Session
 from bot.db.models import LabCampaign, OutboxReply, Run
 from bot.report.deliver.outbox import earlier_replies
 from bot.runs.records import ReportRecord
+
+
+def _pct(value: float, digits: int = 2) -> str:
+    return f"{value:+.{digits}f}%" if math.isfinite(value) else "?"
 
 
 @dataclass(frozen=True)
@@ -32,13 +37,13 @@ class Headline:
     words: str  # as the reply prints it
 
     def line(self) -> str:
-        low, high = self.ci_pct
-        return (f"{self.metric} ({self.benchmark}): {self.change_pct:+.2f}% "
-                f"[{low:+.2f}%, {high:+.2f}%] {self.words}")
+        low, high = (_pct(x) for x in self.ci_pct)
+        return (f"{self.metric} ({self.benchmark}): {_pct(self.change_pct)} [{low}, {high}] "
+                f"{self.words}")
 
     def short(self) -> str:
         """For a table cell: "readtwice.throughput -3.1% regression"."""
-        return f"{self.metric} {self.change_pct:+.1f}% {self.verdict}"
+        return f"{self.metric} {_pct(self.change_pct, 1)} {self.verdict}"
 
     def as_dict(self) -> dict[str, Any]:
         return {"campaign": self.campaign, "benchmark": self.benchmark, "metric": self.metric,
@@ -64,12 +69,21 @@ def headline(campaigns: Iterable[LabCampaign]) -> list[Headline]:
         for metric in result.get("metrics", []):
             if metric.get("secondary"):
                 continue
-            low, high = metric.get("ci_pct", [float("nan"), float("nan")])
+            low, high = metric.get("ci_pct") or (None, None)
             found.append(Headline(campaign.id, label, metric["metric"],
-                                  float(metric.get("change_pct", float("nan"))),
-                                  (float(low), float(high)), metric["verdict"],
+                                  _number(metric.get("change_pct")),
+                                  (_number(low), _number(high)), metric["verdict"],
                                   metric.get("words", metric["verdict"])))
     return found
+
+
+def _number(value: Any) -> float:
+    """A stored figure; JSON keeps no infinity or NaN, so an unbounded one comes back as None
+    (or a string): NaN here, printed as "?"."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def run_campaigns(session: Session, run: Run) -> list[LabCampaign]:

@@ -13,6 +13,7 @@ retry.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import traceback
@@ -28,6 +29,7 @@ from bot.db.session import Database
 from bot.runs.states import STOPPED, RunState, StepState
 
 MAX_EXCERPT = 8000  # characters of log kept on the row
+log = logging.getLogger(__name__)
 
 # Called with (run_id, step name, state) on every change: the CLI's progress in eager mode.
 LISTENERS: list[Callable[[int, str, str], None]] = []
@@ -80,6 +82,24 @@ def run_step(db: Database, step_id: int, task_id: str | None,
 
 def host_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def worker_gone(state: str, host: str | None) -> bool:
+    """Whether a step marked running was left so by a worker process of this machine that no
+    longer exists (killed: an OOM kill, a reboot, ^C). Steps of other machines cannot be told
+    from here and are taken as running."""
+    if state != StepState.RUNNING or not host or ":" not in host:
+        return False
+    name, _, pid = host.rpartition(":")
+    if name != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
 
 
 def notify(run_id: int, name: str, state: str) -> None:
@@ -153,4 +173,9 @@ def finish_step(
             run.state = RunState.DONE
         run.updated_at = utcnow()
         run_id, name, state = run.id, step.name, step.state
+    if not ok:
+        # Loud in `lorelab run`'s log: a failed report step means no reply for a tested series.
+        level = logging.ERROR if name == "report" else logging.WARNING
+        log.log(level, "run %d: %s failed%s: %s", run_id, name,
+                 " (no reply was written)" if name == "report" else "", error)
     notify(run_id, name, state)

@@ -15,7 +15,13 @@ from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, FastAPI, Form, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -27,7 +33,7 @@ from bot.config import Settings
 from bot.db.session import Database, ensure_schema, open_database
 from bot.report.compose.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
 from bot.series.views import LORE
-from bot.web import actions, queries
+from bot.web import actions, configs, queries
 from bot.web.plots import Point, distribution_svg, run_order_svg
 
 PAGE_SIZE = 50
@@ -252,6 +258,15 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     def run_page(request: Request, run_id: int, s: Db) -> HTMLResponse:
         run = found(queries.run_detail(s, run_id), "run", run_id)
         return page(request, "run.html", run=run)
+
+    @app.get("/runs/{run_id}/config", response_class=PlainTextResponse,
+             include_in_schema=False)
+    def run_config(run_id: int, s: Db) -> PlainTextResponse:
+        # The reply's reproduce section fetches it: the exact .config, byte for byte.
+        text = configs.built_config(s, run_id)
+        if text is None:
+            raise HTTPException(404, f"run {run_id} has no built kernel config here")
+        return PlainTextResponse(text)
 
     @app.get("/campaigns/{campaign_id}", response_class=HTMLResponse, include_in_schema=False)
     def campaign_page(request: Request, campaign_id: int, s: Db) -> HTMLResponse:

@@ -60,7 +60,8 @@ class Lab:
         self.config = root / "config.toml"
         self.config.write_text(
             f'[[trees]]\nname = "sim"\npath = "{self.tree}"\n\n'
-            f'[build]\nwork_dir = "{self.work}"\nbase_config = "defconfig"\njobs = 2\n\n'
+            f'[build]\nwork_dir = "{self.work}"\nbase_config = "defconfig"\nfragments = []\n'
+            'jobs = 2\n\n'
             f'[celery]\nbroker_url = "{broker_url}"\n'
         )
         self.cli = Lorelab(root / "home", self.db_url)
@@ -271,6 +272,16 @@ def test_a_crashed_step_is_shown_and_resumed(tmp_path):
     listed = lab.cli.json("runs", "list")
     assert listed[0]["steps"][0]["state"] == "running"
     assert listed[0]["steps"][0]["host"] == "gone-host:4242"
+    # Another machine's worker cannot be checked from here; this machine's can: a dead pid
+    # (a child that has exited) is a worker killed mid-step, and `runs show` says what to do.
+    assert listed[0]["steps"][0]["worker_gone"] is False
+    child = subprocess.Popen(["true"])
+    child.wait()
+    with lab.db.session() as session:
+        step = session.scalar(sa.select(RunStep).where(RunStep.run_id == run["id"]))
+        step.host = f"{socket.gethostname()}:{child.pid}"
+    shown = lab.cli.run("runs", "show", str(run["id"])).stdout.decode()
+    assert f"is gone, killed mid-step: `lorelab runs resume {run['id']}`" in shown
     resumed = lab.cli.json("runs", "resume", str(run["id"]))
     assert resumed["state"] == "done"
     assert _step(resumed, "apply")["attempts"] == 2

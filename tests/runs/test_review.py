@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from bot.benchmarks.simulator import simulator
 from bot.config import load_settings
-from bot.db.models import LabCampaign, LabSample, Run
+from bot.db.models import LabCampaign, LabSample, OutboxReply, Run
 from bot.db.session import Database, ensure_schema
 from bot.demo.simtree import BATCH_COUNTERS, batch_series_spec, make_sim_tree
 from bot.demo.threads import Change, SeriesSpec, as_mbox, make_series
@@ -48,7 +48,7 @@ class Review:
         self.mbox.write_bytes(as_mbox(self.messages))
         self.config = root / "config.toml"
         self.config.write_text(
-            f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "defconfig"\n\n'
+            f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
             # Few pairs: these tests check the pipeline, not the statistics' power.
             '[[lab_hosts]]\nname = "here"\npairs_max = 6\n'
         )
@@ -259,12 +259,37 @@ def _msgid(raw: bytes) -> str:
     raise AssertionError("no Message-ID")
 
 
+def test_a_report_step_that_fails_is_a_failed_run_not_a_quiet_finding(tmp_path):
+    review = Review(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+    _, outcome = review.review()
+    # The config fragment the kernels were built with is gone when the report step runs
+    # again: the reply cannot say how to make the .config, so it is not written.
+    db = Database(review.db_url)
+    with db.session() as session:
+        run = session.get(Run, outcome["run"])
+        report = next(s for s in run.steps if s.name == "report")
+        report.state, report.result, run.state = "queued", {}, "running"
+        session.execute(sa.delete(OutboxReply))
+    review.config.write_text(review.config.read_text().replace(
+        "fragments = []", f'fragments = ["{tmp_path / "moved-away.config"}"]'))
+    resumed = review.cli.run("runs", "resume", str(outcome["run"]), check=False)
+    assert resumed.returncode == 1
+    shown = review.cli.json("runs", "show", str(outcome["run"]))
+    assert (shown["outcome"], shown["exit_code"]) == ("report failed", 16)
+    assert "moved-away.config" in shown["why"] and shown["reply"] is None
+    text = review.cli.run("runs", "show", str(outcome["run"])).stdout.decode()
+    assert "outcome: report failed (no reply:" in text
+
+
 def test_retest_and_cancel_from_the_cli(tmp_path):
     review = Review(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
     _, outcome = review.review()
     again = review.cli.json("retest", str(outcome["run"]))
     assert again["id"] != outcome["run"] and again["trigger"] == "retest"
     assert again["benchmarks"] == [BENCH] and again["state"] == "done"
+    # The retest prints its own reply, not the first run's.
+    assert f".r{again['id']}." in again["reply_text"] and again["reply"]["state"] == \
+        "pending-approval"
     db = Database(review.db_url)
     with db.session() as session:
         from bot.runs.lifecycle import create_run
@@ -296,7 +321,7 @@ def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp
     config = tmp_path / "config.toml"
     config.write_text(
         f'[database]\nurl = "{db_url}"\n\n[[trees]]\nname = "sim"\npath = "{tree}"\n\n'
-        f'[build]\nwork_dir = "{tmp_path / "work"}"\nbase_config = "defconfig"\n\n'
+        f'[build]\nwork_dir = "{tmp_path / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
         '[[lab_hosts]]\nname = "here"\npairs_max = 4\npairs_min = 4\n\n'
         '[[suites]]\nname = "sim"\nwatched = ["mm/"]\nbenchmarks = ["reclaim-sim:ops=200000"]\n\n'
         '[plan]\nmax_age_days = 100000\n\n[commands]\nmax_age_hours = 1000000\n')

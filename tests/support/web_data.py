@@ -134,6 +134,17 @@ def _reply_bytes(subject: str, msgid: str) -> bytes:
     return bytes(msg)
 
 
+# The .config the review run's base kernel was "built" with, as the build step leaves it.
+BUILT_CONFIG = "CONFIG_64BIT=y\nCONFIG_LRU_GEN=y\n# CONFIG_LRU_GEN_ENABLED is not set\n"
+
+
+def _artifacts(tree: Path) -> Path:
+    artifacts = tree.parent / "artifacts-review"
+    artifacts.mkdir(exist_ok=True)
+    (artifacts / "config").write_text(BUILT_CONFIG)
+    return artifacts
+
+
 def populate(db: Database, tree: Path) -> WebData:
     """Three series on two lists, by two authors, with runs in three different states."""
     v1 = SeriesSpec(title=REGRESSED, patches=2)
@@ -169,7 +180,8 @@ def populate(db: Database, tree: Path) -> WebData:
                apply={"log_excerpt": "Applying: mm/vmscan: first\nApplying: mm/vmscan: second",
                       "result": _applied("c", "d")},
                **{"build-base": {"log_excerpt": "  CC      mm/vmscan.o\n  LD      vmlinux",
-                                 "result": {"ok": True, "commit": "c" * 40}},
+                                 "result": {"ok": True, "commit": "c" * 40,
+                                            "artifact_dir": str(_artifacts(tree))}},
                   "build-patched": {"result": {"ok": True, "commit": "d" * 40}},
                   "bench": {"result": {"host": "vm1", "runner": "qemu"}}})
         conflict = Run(series_version_id=conflicted_version.id, kind="build", tree="mm",

@@ -30,6 +30,7 @@ from tests.cli import Lorelab
 from tests.conftest import redis_reason
 from tests.support.web_data import (
     ADMIN_TOKEN,
+    BUILT_CONFIG,
     CONFLICTED,
     REGRESSED,
     UNTESTED,
@@ -171,6 +172,15 @@ def test_api_gives_series_runs_campaigns_with_samples_and_hosts(site, data):
     assert [q["name"] for q in hosts["queues"]] == ["git", "build", "lab.vm1", "lab.local"]
     page = requests.get(f"{site}/hosts", timeout=10).text
     assert f'href="/campaigns/{data.bench_campaign}"' in page and "eager (embedded)" in page
+
+
+def test_the_exact_config_a_reply_links_to_is_served_as_built(site, data):
+    # A reply's "To reproduce" section fetches it with curl: byte for byte, plain text.
+    got = requests.get(f"{site}/runs/{data.review_run}/config", timeout=10)
+    assert got.status_code == 200 and got.text == BUILT_CONFIG
+    assert got.headers["content-type"].startswith("text/plain")
+    missing = requests.get(f"{site}/runs/{data.conflict_run}/config", timeout=10)
+    assert missing.status_code == 404
 
 
 def test_unknown_ids_answer_404_with_a_message(site, data):

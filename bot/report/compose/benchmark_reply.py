@@ -12,13 +12,28 @@ The content follows docs/replies.md, items 1-7, in that order:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
+from bot.analysis.verdict import Verdict
 from bot.report.compose.claim_view import claim_support
 from bot.report.compose.inputs import ReplyOptions
 from bot.report.compose.message import ComposedReply, compose_reply
-from bot.report.compose.results import BenchmarkReplyContext, BenchmarkResult, Machine, RunPolicy
-from bot.report.compose.tables import benchmark_tables, varying_parameters, verdict_lines
+from bot.report.compose.results import (
+    BenchmarkReplyContext,
+    BenchmarkResult,
+    Machine,
+    MetricResult,
+    RunPolicy,
+)
+from bot.report.compose.tables import (
+    benchmark_tables,
+    common_level,
+    counter_source,
+    fmt_exact,
+    varying_parameters,
+    verdict_lines,
+)
 from bot.report.compose.text import Block, Fields, Preformatted, Prose, Quote, glue, indent
 
 KIND = "benchmark"
@@ -38,8 +53,21 @@ def compose_benchmark_reply(ctx: BenchmarkReplyContext, options: ReplyOptions) -
     )
 
 
+# The run's outcome in the reply's words: one word per outcome, as everywhere else.
+RESULT_WORDS = {
+    "improvement": "improvement",
+    "regression": "regression",
+    "no change": "no change (every main metric was shown not to change by its smallest change "
+                 "of interest or more)",
+    "inconclusive": "inconclusive (lorelab could not tell whether the series changes "
+                    "performance: see each metric's interval)",
+}
+
+
 def benchmark_body(ctx: BenchmarkReplyContext) -> list[Block]:
-    blocks: list[Block] = [_tested(ctx), *_verdicts(ctx)]
+    result = [Prose(f"Result: {RESULT_WORDS[ctx.outcome]}.")] if ctx.outcome in RESULT_WORDS \
+        else []
+    blocks: list[Block] = [_tested(ctx), *result, *_verdicts(ctx)]
     for table in benchmark_tables(ctx.benchmarks, ctx.tree):
         blocks.append(Preformatted(table))
     blocks.extend(_legend(ctx))
@@ -70,15 +98,14 @@ def _verdicts(ctx: BenchmarkReplyContext) -> list[Block]:
     lines = verdict_lines(ctx.benchmarks)
     if lines:
         blocks.append(Preformatted(lines))
-    metrics = ctx.all_metrics()
-    unchanged = [metric for _, metric in metrics if not metric.comparison.changed]
-    if unchanged:
-        kinds = Counter(metric.words for metric in unchanged)
-        parts = ", ".join(f"{count} {words}" for words, count in sorted(kinds.items()))
-        other = "other " if len(unchanged) < len(metrics) else ""
-        noun = "metric" if len(unchanged) == 1 else "metrics"
-        count = f"{len(unchanged)} {other}{noun}"
-        blocks.append(Prose(f"No significant change in the {count}: {parts}."))
+    metrics = [(b, m) for b, m in ctx.all_metrics() if m.comparison.derived_from is None]
+    rest = [metric for _, metric in metrics if not metric.notable]
+    if rest:
+        kinds = Counter(_kind(metric) for metric in rest)
+        parts = "; ".join(f"{count} {words}" for words, count in sorted(kinds.items()))
+        other = " other" if len(rest) < len(metrics) else ""
+        noun = "metric" if len(rest) == 1 else "metrics"
+        blocks.append(Prose(f"The {len(rest)}{other} {noun}: {parts}."))
     varying = varying_parameters(ctx.benchmarks)
     for bench, metric in metrics:
         if metric.secondary and not metric.notable:
@@ -88,33 +115,39 @@ def _verdicts(ctx: BenchmarkReplyContext) -> list[Block]:
     return blocks
 
 
+def _kind(metric: MetricResult) -> str:
+    """A metric's verdict without its own numbers, to count metrics alike ("could not tell",
+    "no change of 2% or more", "no change (identical in every run)")."""
+    c = metric.comparison
+    if c.verdict is Verdict.INCONCLUSIVE:
+        return "could not tell (see the tables' intervals)"
+    if c.identical:
+        return "no change (identical in every run)"
+    return metric.words
+
+
 def _legend(ctx: BenchmarkReplyContext) -> list[Block]:
-    alphas = sorted({m.comparison.alpha for _, m in ctx.all_metrics()})
-    level = " or ".join(f"{100 * a:.3g}%" for a in alphas)
-    per_look = " per look" if ctx.policy.sequential else ""
+    comparisons = [m.comparison for _, m in ctx.all_metrics()]
+    if not comparisons:
+        return []
+    first = comparisons[0]
+    paired = first.shift.paired
+    test = ("the Wilcoxon signed-rank test on the pairs' log ratios" if paired
+            else "the Mann-Whitney test over per-boot values")
+    level = common_level(ctx.benchmarks)
+    label = next((c.interval_label for c in comparisons
+                  if math.isclose(c.interval_level, level)), f"{100 * level:g}% interval")
     text = (
-        "change is the Hodges-Lehmann estimate of patched against base in the metric's own "
-        "unit (+ means larger), with its confidence interval and the two-sided Mann-Whitney p "
-        f"over per-boot values; *marked* changes are significant at {level}{per_look} after "
-        "controlling the false discovery rate across the metrics of a run; rCV% is the robust "
-        "coefficient of variation, 1.4826 MAD / median."
+        "change is patched against base in the metric's own unit (+ means larger), estimated "
+        f"by {first.estimate_method}, with its {label}; *marked* changes are "
+        f"significant by {test}, after controlling the false discovery rate across the "
+        f"{len(comparisons)} metrics of this reply; delta is the metric's smallest change of "
+        "interest, below which lorelab calls no change; rCV% is the robust coefficient of "
+        "variation, 1.4826 MAD / median."
     )
-    units = []
-    for _, metric in ctx.all_metrics():
-        entry = f"{metric.name} in {metric.unit}, {metric.direction}"
-        if not metric.secondary and entry not in units:
-            units.append(entry)
     blocks: list[Block] = [Prose(text)]
-    if units:
+    if units := _units(ctx):
         blocks.append(Prose("Units: " + "; ".join(units) + "."))
-    varying = varying_parameters(ctx.benchmarks)
-    skipped = [
-        " ".join([name, *(f"{k}={v}" for k, v in bench.parameters if k in varying)])
-        for bench in ctx.benchmarks
-        for name in bench.not_compared
-    ]
-    if skipped:
-        blocks.append(Prose("Not compared, being 0 in some runs: " + ", ".join(skipped) + "."))
     outliers = _outlier_lines(ctx)
     if outliers:
         head = "Outliers (modified z-score over 3.5; kept in the comparison): "
@@ -122,19 +155,43 @@ def _legend(ctx: BenchmarkReplyContext) -> list[Block]:
     return blocks
 
 
+def _units(ctx: BenchmarkReplyContext) -> list[str]:
+    """E.g. "readtwice.throughput in MiB/s, higher is better; reclaim counters in pages
+    (allocstall*: stalls), no better direction": the metrics with rows, grouped by unit."""
+    groups: dict[str, list[str]] = {}
+    counter_units: set[str] = set()
+    for _, metric in ctx.all_metrics():
+        if metric.secondary and metric.comparison.identical:
+            continue  # a value in a list, not a row with a unit to read
+        if counter_source(metric) is not None:
+            counter_units.add(metric.unit)
+            continue
+        unit = f"in {metric.unit}, {metric.direction}" if metric.unit else metric.direction
+        names = groups.setdefault(unit, [])
+        if metric.name not in names:
+            names.append(metric.name)
+    found = [f"{', '.join(names)} {unit}" for unit, names in groups.items()]
+    if counter_units:
+        stalls = " (allocstall*: stalls)" if "stalls" in counter_units else ""
+        found.append(f"reclaim counters in pages{stalls}, no better direction")
+    return found
+
+
 def _outlier_lines(ctx: BenchmarkReplyContext) -> list[str]:
-    """Outliers of the primary metrics, with their place in the session's run order."""
+    """Outliers of the primary metrics, with their place among the measured runs (a warm-up
+    pair is not counted: it is not measured)."""
     varying = varying_parameters(ctx.benchmarks)
     found = []
     for bench, metric in ctx.all_metrics():
         c = metric.comparison
         if metric.secondary:
             continue
-        runs = c.base.n + c.patched.n
+        slots = sorted({*(c.base.positions or ()), *(c.patched.positions or ())})
         for side, summary in (("base", c.base), ("patched", c.patched)):
             values = ", ".join(
-                f"{o.value:g}"
-                + (f" (run {o.position + 1} of {runs})" if o.position is not None else "")
+                fmt_exact(o.value)
+                + (f" (run {slots.index(o.position) + 1} of {len(slots)})"
+                   if o.position is not None and o.position in slots else "")
                 for o in summary.outliers
             )
             if values:
@@ -147,30 +204,71 @@ def _setup(ctx: BenchmarkReplyContext) -> list[Block]:
     config = f"{build.config_name} (sha256 {build.config_hash[:12]})"
     if build.config_url:
         config += f", {build.config_url}"
+    lru = (f"LRU: {ctx.machine.lru}",) if ctx.machine.lru else ()
+    resolution = (f"Resolution: {text}",) if (text := describe_resolution(ctx.benchmarks)) else ()
     items = (
-        f"Test machine: {describe_machine(ctx.machine)}",
+        f"Test machine: {describe_machine(ctx.machine)}", *lru, *resolution,
         f"Kernel config: {config}",
         f"Compiler: {build.compiler}",
         f"Benchmark: {describe_parameters(ctx.benchmarks)}",
-        f"Runs: {describe_runs(ctx.policy)}",
+        f"Runs: {describe_runs(ctx.policy, booted=ctx.machine.runner != 'local')}",
     )
     return [Fields(items)]
 
 
 def describe_machine(machine: Machine) -> str:
-    cores = f"{machine.cores} cores"
+    """E.g. "QEMU guest under TCG (emulated CPU, no KVM), 2 vCPUs, 256 MiB memory, 1 NUMA
+    node, kernel 6.1.0; on lab host vm1: AMD EPYC 7B13, 2 cores, a virtual machine (kvm)."."""
+    guest = machine.runner == "qemu"
+    cores = f"{machine.cores} vCPUs" if guest else f"{machine.cores} cores"
     if machine.threads and machine.threads != machine.cores:
         cores += f" ({machine.threads} threads)"
     sizes = (("L1d", machine.l1d), ("L1i", machine.l1i), ("L2", machine.l2), ("L3", machine.l3))
-    caches = [f"{name} {size}" for name, size in sizes if size]
+    caches = [] if guest else [f"{name} {size}" for name, size in sizes if size]
     nodes = "NUMA node" if machine.numa_nodes == 1 else "NUMA nodes"
-    parts = [machine.boot, machine.cpu, cores, *caches]
+    parts = [machine.boot, *([] if guest else [machine.cpu]), cores, *caches]
     if machine.memory:
         parts.append(f"{machine.memory} memory")
     parts.append(f"{machine.numa_nodes} {nodes}")
-    if machine.host:
-        parts.append(f"host {machine.host}")
-    return ", ".join(glue(part) if len(part) < 20 else part for part in parts) + "."
+    if machine.kernel:
+        parts.append(f"kernel {machine.kernel}")
+    text = ", ".join(glue(part) if len(part) < 20 else part for part in parts)
+    if machine.host_machine:
+        text += f"; on lab host {machine.host}: {machine.host_machine}"
+    elif machine.host:
+        text += f"; lab host {machine.host}"
+    if machine.runner == "local":
+        text += (f". Both kernels' programs ran on this host's own kernel "
+                 f"{machine.kernel or '(unknown)'}: a userspace comparison, no kernel was "
+                 "booted")
+    return text + "."
+
+
+def describe_resolution(benchmarks: tuple[BenchmarkResult, ...]) -> str:
+    """What this lab could tell apart with these runs: half of each main metric's interval,
+    and the median of the counters' ("readtwice.throughput +-14.8%, counters +-1.6% (median)").
+    A reader of "could not tell" needs it: on a noisy lab only large changes are called."""
+    mains, counters = [], []
+    varying = varying_parameters(benchmarks)
+    for bench in benchmarks:
+        for metric in bench.metrics:
+            c = metric.comparison
+            if c.scale != "log" or c.identical:
+                continue
+            half = (c.ci_high_pct - c.ci_low_pct) / 2
+            if not math.isfinite(half):
+                continue
+            if not metric.secondary:
+                mains.append(f"{bench.metric_label(metric, varying)} +-{half:.1f}%")
+            elif counter_source(metric) is not None:
+                counters.append(half)
+    if counters:
+        counters.sort()
+        mains.append(f"reclaim counters +-{counters[len(counters) // 2]:.1f}% (median)")
+    if not mains:
+        return ""
+    return (", ".join(dict.fromkeys(mains)) + ": half the width of each interval with these "
+            "runs; a smaller change cannot be told from noise on this lab.")
 
 
 def describe_parameters(benchmarks: tuple[BenchmarkResult, ...]) -> str:
@@ -190,20 +288,22 @@ def describe_parameters(benchmarks: tuple[BenchmarkResult, ...]) -> str:
     return "; ".join(parts) + "."
 
 
-def describe_runs(policy: RunPolicy) -> str:
-    head = f"{policy.runs_per_kernel} boots of each kernel per parameter set, {policy.order}"
+def describe_runs(policy: RunPolicy, booted: bool = True) -> str:
+    """E.g. "8 boots of each kernel per parameter set, randomized pairs; ..."; `booted` False
+    for runs on a running kernel (the local runner), which boot nothing."""
+    each = "boots of each kernel" if booted else "runs of each side"
+    head = f"{policy.runs_per_kernel} {each} per parameter set, {policy.order}"
     if policy.iterations:
         head += f"; {policy.iterations}"
-    delta = f"{100 * policy.delta:g}%"
     if policy.sequential:
         rule = (
             f"pairs were added until the sequential rule decided ({policy.k_min} to "
-            f"{policy.k_max} pairs, overall level {policy.alpha:g}, smallest change of "
-            f"interest {delta})"
+            f"{policy.k_max} pairs, overall level {policy.alpha:g}; each metric's smallest "
+            "change of interest is its delta in the tables)"
         )
     else:
         rule = (
-            f"a fixed number of runs judged at level {policy.alpha:g}, smallest change of "
-            f"interest {delta}"
+            f"a fixed number of runs judged at level {policy.alpha:g} (each metric's "
+            "smallest change of interest is its delta in the tables)"
         )
     return f"{head}; {rule}."

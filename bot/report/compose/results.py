@@ -52,6 +52,8 @@ class MetricResult:
             "words": self.words,
             "change_pct": round(float(c.change_pct), 3),
             "ci_pct": [round(float(c.ci_low_pct), 3), round(float(c.ci_high_pct), 3)],
+            "interval_level": float(c.interval_level),  # the interval's nominal coverage
+            "delta_pct": float(100 * c.delta),  # this metric's smallest change of interest
             "p": float(c.pvalue),
             "alpha": float(c.alpha),
             "mean_change_pct": round(float(c.mean_change_pct), 3),
@@ -107,7 +109,9 @@ class BenchmarkResult:
 
 @dataclass(frozen=True)
 class Machine:
-    cpu: str  # model name as /proc/cpuinfo gives it
+    """The machine the samples came from, as the runner recorded it there (never assumed)."""
+
+    cpu: str  # model name as /proc/cpuinfo gives it (a guest's is QEMU's)
     cores: int
     threads: int | None = None
     l1d: str = ""  # sizes as lscpu prints them: "32 KiB"
@@ -116,8 +120,15 @@ class Machine:
     l3: str = ""
     memory: str = ""  # e.g. "16 GiB"
     numa_nodes: int = 1
-    boot: str = "bare metal"  # "bare metal", "KVM guest" or "TCG guest"
-    host: str = ""
+    # What ran the benchmark: "bare metal", "virtual machine (kvm)", "QEMU guest under TCG".
+    boot: str = "bare metal"
+    host: str = ""  # the lab host's configured name
+    runner: str = ""  # local, qemu or ssh
+    kernel: str = ""  # the release the benchmark ran on (uname -r there)
+    # For a qemu guest: the machine QEMU ran on, e.g. "AMD EPYC 7B13, 2 cores, a virtual
+    # machine (kvm)".
+    host_machine: str = ""
+    lru: str = ""  # "MGLRU (lru_gen enabled)" or "the classic two-list LRU"; "" unknown
 
 
 @dataclass(frozen=True)
@@ -169,6 +180,9 @@ class BenchmarkReplyContext:
     benchmarks: tuple[BenchmarkResult, ...]
     claims: tuple[ClaimQuote, ...] = ()
     reproduce: tuple[str, ...] = ()  # shell lines, runnable without the bot where possible
+    # What the run found (bot.runs.outcome's label: "regression", "inconclusive", ...), the
+    # same word the exit status, `lorelab runs` and the status page give; "" when not known.
+    outcome: str = ""
 
     def all_metrics(self) -> list[tuple[BenchmarkResult, MetricResult]]:
         return [(bench, metric) for bench in self.benchmarks for metric in bench.metrics]

@@ -1,0 +1,87 @@
+"""The "To reproduce without lorelab" lines of a reply: shell a reader can paste, with no lorelab.
+
+The thread with `b4 am`, the base commit, the exact kernel config (fetched from the status page
+when it serves it, else made by the same recipe lorelab used), the build command, and each
+benchmark's command line with its parameters and how many runs were made. Pure: the report step
+passes what the run recorded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Files of lorelab's own that a benchmark runs are named by their path in lorelab's source.
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass(frozen=True)
+class ConfigRecipe:
+    """How the kernel's .config was made: a URL serving it, and the recipe that makes it."""
+
+    url: str  # the status page's copy of the exact .config; "" when there is none
+    base: str  # a make target ("tinyconfig") or a file
+    fragments: tuple[str, ...]  # merged over it, in order
+    sha256: str  # of the resulting .config
+
+
+@dataclass(frozen=True)
+class BenchmarkCommand:
+    argv: tuple[str, ...]  # with {scratch} filled as /tmp/lorelab-scratch, {kernel} unfilled
+    runs: int  # per kernel
+    memcg_max: str | None = None
+
+
+def apply_lines(anchor_msgid: str, base: str) -> list[str]:
+    """The series on its base: `b4 am` of the thread, then `git am` on the base commit."""
+    lines = [f"b4 am -o . {anchor_msgid}"]
+    if base:
+        lines.append(f"git checkout {base} && git am ./*.mbx")
+    return lines
+
+
+def build_lines(config: ConfigRecipe, targets: Sequence[str] = ("bzImage",)) -> list[str]:
+    lines = []
+    if config.url:
+        lines.append(f"curl -o .config {config.url}   # sha256 {config.sha256[:12]}")
+    else:
+        if config.base in ("tinyconfig", "defconfig", "allnoconfig"):
+            lines.append(f"make {config.base}")
+        else:
+            lines.append(f"cp {_shown(config.base)} .config")
+        for fragment in config.fragments:
+            lines.append(f"scripts/kconfig/merge_config.sh -m .config {_shown(fragment)}")
+        lines.append(f"make olddefconfig   # .config sha256 {config.sha256[:12]}")
+    lines.append(f"make -j$(nproc) {' '.join(targets)}")
+    return lines
+
+
+def bench_lines(commands: Sequence[BenchmarkCommand], booted: bool) -> list[str]:
+    where = "booted on each kernel in turn" if booted else "on this host"
+    lines = []
+    for command in commands:
+        memcg = (f" in a memcg with memory.max={command.memcg_max}" if command.memcg_max
+                 else "")
+        lines.append(f"# {command.runs} runs {where}{memcg}, alternating base and patched:")
+        lines.append(" ".join(_word(part) for part in command.argv))
+    return lines
+
+
+def _word(part: str) -> str:
+    # The stand-in tree's "kernel" is the program it builds, where make put it.
+    if part == "{kernel}":
+        return "arch/x86/boot/bzImage"
+    return shlex.quote(_shown(part))
+
+
+def _shown(part: str) -> str:
+    """A path inside lorelab's source as its path there (the reader has no such directory)."""
+    path = Path(part)
+    if path.is_absolute():
+        try:
+            return str(path.resolve().relative_to(SOURCE_ROOT))
+        except ValueError:
+            return part
+    return part
