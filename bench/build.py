@@ -1,9 +1,9 @@
 """Build benchmark: a cold build, the patched incremental build, and a warm-cache rebuild.
 
 The stand-in simulator tree by default (seconds); `--kernel TREE` for a real kernel tree made
-by scripts/kernel-e2e (base `master`, patched `--patched`, default `vmscan-series`; about ten
-minutes cold on 2 cores). Every build goes through `workers.kernel.build.build_commit`, the sandbox
-included, exactly as a worker runs it:
+by scripts/kernel-review (base `master`, patched `--patched`, default the tuning series' branch
+`mm-vmscan-two-small-reclaim-tunings-v1`; 12-20 minutes cold on 2 cores). Every build goes
+through `workers.kernel.build.build_commit`, the sandbox included, exactly as a worker runs it:
 
 - cold: an empty work directory (no O= directory, empty ccache, empty artifact cache);
 - incremental: the patched commit in the same O= directory right after the base;
@@ -33,8 +33,6 @@ from bot.demo.simtree import batch_series_spec, make_sim_tree, ops_per_second  #
 from bot.demo.threads import as_mbox, make_series  # noqa: E402
 from workers.kernel.apply import apply_mbox  # noqa: E402
 from workers.kernel.build import build_commit  # noqa: E402
-
-LAB_FRAGMENT = Path("/work/shared/lab/reclaim-vm.config")
 
 
 def _git(tree: Path, *args: str) -> str:
@@ -84,8 +82,8 @@ def simulate(work: Path, commit_dirs: dict[str, Path], runs: int = 5) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--kernel", type=Path, help="a kernel git tree from scripts/kernel-e2e")
-    parser.add_argument("--patched", default="vmscan-series")
+    parser.add_argument("--kernel", type=Path, help="a kernel git tree from scripts/kernel-review")
+    parser.add_argument("--patched", default="mm-vmscan-two-small-reclaim-tunings-v1")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -95,11 +93,11 @@ def main() -> None:
             tree = args.kernel
             base, patched = _git(tree, "rev-parse", "master"), _git(tree, "rev-parse",
                                                                      args.patched)
-            settings = BuildSettings(base_config="tinyconfig", fragments=[str(LAB_FRAGMENT)])
+            settings = BuildSettings(base_config="tinyconfig", fragments=["reclaim-vm"])
             repeat = 1
         else:
             tree, base, patched = sim_tree(root)
-            settings = BuildSettings(base_config="defconfig")
+            settings = BuildSettings(base_config="defconfig", fragments=[])
             repeat = args.repeat
         rounds = [one_round(tree, base, patched, settings, root / "work") for _ in range(repeat)]
         figures = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}

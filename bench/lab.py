@@ -11,8 +11,14 @@ campaign does, and reports:
   boots: the main metric and each reclaim counter that moved. A comparison on this host cannot
   see a change much smaller than that spread.
 
+With `--kernel BZIMAGE` it boots that kernel instead (the lab kernel lorelab builds: tinyconfig
+plus bot/config/kernel/reclaim-vm.config, e.g. from scripts/kernel-review's build directory), and
+`--iterations N` runs the benchmark N times per boot (the boot's value is their median), as a lab
+host's `iterations` does: the way to bring a benchmark's spread across boots down under TCG.
+
 Usage: python bench/lab.py [--boots 10] [--benchmark NAME ...] [--accel auto|tcg|kvm]
-                           [--memory-mb 256] [--cpus N] [--bzimage] [--json]
+                           [--memory-mb 256] [--cpus N] [--iterations N] [--kernel BZIMAGE]
+                           [--bzimage] [--json]
 """
 
 from __future__ import annotations
@@ -97,7 +103,7 @@ def print_report(report: dict) -> None:
     print(f"machine: {describe(report['machine'])}")
     guest = report["guest"]
     print(f"kernel: {report['kernel']}; guest: {guest['cpus']} CPUs, {guest['memory_mb']} MB, "
-          f"accel {guest['accel']}")
+          f"accel {guest['accel']}, {guest.get('iterations', 1)} iteration(s) per boot")
     load = report.get("load_average")
     if load:
         print(f"host load average (1 min): {load['before']:.1f} before, {load['after']:.1f} after")
@@ -137,21 +143,32 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=None, help="default: all of this host's")
     parser.add_argument("--bzimage", action="store_true",
                         help="boot through the bzImage's decompressor, not the ELF inside it")
+    parser.add_argument("--iterations", type=int, default=1,
+                        help="benchmark runs per boot; the boot's value is their median")
+    parser.add_argument("--kernel", type=Path, default=None,
+                        help="a bzImage to boot (default: Debian's generic kernel)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    kernel = debian_kernel()
+    if args.kernel:
+        # The lab kernel has 9p, virtio and ext2 built in: no modules in the initramfs.
+        image, modules, kernel_name = args.kernel, "", str(args.kernel)
+    else:
+        kernel = debian_kernel()
+        image, modules = kernel.vmlinuz, str(kernel.modules)
+        kernel_name = f"{kernel.package} ({kernel.version})"
     host = LabHostSettings(name="bench-lab", runner="qemu", accel=args.accel,
-                           memory_mb=args.memory_mb, initramfs_modules=str(kernel.modules),
-                           timeout=600)
+                           memory_mb=args.memory_mb, initramfs_modules=modules,
+                           timeout=600, iterations=args.iterations)
     if args.cpus:
         host.cpus = args.cpus
     load_before = os.getloadavg()[0]
     report: dict[str, object] = {
-        "machine": machine(), "kernel": f"{kernel.package} ({kernel.version})",
+        "machine": machine(), "kernel": kernel_name,
         "guest": {"cpus": host.cpus, "memory_mb": host.memory_mb, "accel": host.accel,
-                  "scratch_mb": host.scratch_mb, "swap_mb": host.swap_mb},
-        "benchmarks": {name: campaign(name, host, kernel.vmlinuz, args.boots, not args.bzimage)
+                  "scratch_mb": host.scratch_mb, "swap_mb": host.swap_mb,
+                  "iterations": host.iterations},
+        "benchmarks": {name: campaign(name, host, image, args.boots, not args.bzimage)
                        for name in (args.benchmarks or DEFAULT_BENCHMARKS)},
     }
     # Other work on the host shows in every figure: say how busy it was.

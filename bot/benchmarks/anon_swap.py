@@ -33,9 +33,9 @@ _CFLAGS = ("-O2", "-static", "-Wall")
 
 # Output line -> (metric, unit, higher_is_better, main); mb_per_s is both passes together.
 _FIELDS = {
-    "mb_per_s": (THROUGHPUT, "MB/s", True, True),
-    "write_mb_per_s": ("anon-swap.write_throughput", "MB/s", True, False),
-    "verify_mb_per_s": ("anon-swap.verify_throughput", "MB/s", True, False),
+    "mb_per_s": (THROUGHPUT, "MiB/s", True, True),
+    "write_mb_per_s": ("anon-swap.write_throughput", "MiB/s", True, False),
+    "verify_mb_per_s": ("anon-swap.verify_throughput", "MiB/s", True, False),
     "seconds": ("anon-swap.seconds", "s", False, False),
 }
 _LINE = re.compile(r"^([a-z_]+):\s*([0-9]+(?:\.[0-9]+)?)\s*$", re.M)

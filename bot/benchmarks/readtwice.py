@@ -25,7 +25,8 @@ _LINE = re.compile(r"^([a-z_]+):\s*([0-9]+(?:\.[0-9]+)?)\s*$", re.M)
 
 
 def parse_readtwice(output: str) -> dict[str, float]:
-    """{"readtwice.throughput": MB/s, "readtwice.seconds": s}; ValueError without `mb_per_s`."""
+    """{"readtwice.throughput": MiB/s, "readtwice.seconds": s}; ValueError without `mb_per_s`
+    (the script's "MB" are MiB: it makes files of MB MiB with dd bs=1M)."""
     fields = {name: float(value) for name, value in _LINE.findall(output)}
     if "mb_per_s" not in fields:
         raise ValueError("no 'mb_per_s:' line in readtwice's output")
@@ -44,7 +45,7 @@ def _readtwice(name: str, mb: int, files: int, memcg_max: str | None,
         parameters={"mb": mb, "files": files, **({"memcg_max": memcg_max} if memcg_max else {})},
         parse=parse_readtwice,
         metrics=(
-            Metric(THROUGHPUT, "MB/s", higher_is_better=True, delta=delta),
+            Metric(THROUGHPUT, "MiB/s", higher_is_better=True, delta=delta),
             Metric(SECONDS, "s", higher_is_better=False, delta=delta, main=False),
         ),
         memcg_max=memcg_max,

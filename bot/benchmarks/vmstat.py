@@ -20,6 +20,11 @@ RECLAIM_COUNTERS: tuple[str, ...] = (
 )
 
 
+def counter_unit(name: str) -> str:
+    """What a reclaim counter counts: stalls for allocstall*, pages for the others."""
+    return "stalls" if name.startswith("allocstall") else "pages"
+
+
 def parse_counters(text: str) -> dict[str, int]:
     """{name: value} from /proc/vmstat or memory.stat text; ValueError on a malformed line."""
     counters: dict[str, int] = {}

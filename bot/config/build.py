@@ -8,6 +8,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+
+# Config fragments that ship with lorelab, named by their file's stem in `fragments`:
+# "reclaim-vm" is the lab kernel (a distribution's memory management on tinyconfig).
+SHIPPED_FRAGMENTS = Path(__file__).with_name("kernel")
+
+
+def fragment_path(entry: str) -> str:
+    """A `fragments` entry as a file: a shipped fragment's name ("reclaim-vm"), or a path."""
+    shipped = SHIPPED_FRAGMENTS / f"{entry}.config"
+    if "/" not in entry and not entry.endswith(".config") and shipped.is_file():
+        return str(shipped)
+    if not os.path.isfile(entry):
+        names = ", ".join(sorted(p.stem for p in SHIPPED_FRAGMENTS.glob("*.config")))
+        raise ValueError(f"[build] fragments: no file {entry!r} (give a path, or one of "
+                         f"lorelab's own: {names})")
+    return entry
 
 
 @dataclass
@@ -16,7 +33,10 @@ class BuildSettings:
     # directory's "build" folder.
     work_dir: str = ""
     base_config: str = "tinyconfig"  # a make target (tinyconfig, defconfig) or a file path
-    fragments: list[str] = field(default_factory=list)  # config fragment files, merged in order
+    # Config fragments merged in order: files, or the name of one lorelab ships. The default,
+    # the lab kernel, makes tinyconfig a kernel that boots in the lab and reclaims like a
+    # distribution's; a tree without Kconfig (the stand-in) sets [].
+    fragments: list[str] = field(default_factory=lambda: ["reclaim-vm"])
     targets: list[str] = field(default_factory=lambda: ["bzImage"])
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     ccache: bool = True  # use ccache when it is installed
@@ -26,6 +46,11 @@ class BuildSettings:
     max_file_mb: int = 2048  # RLIMIT_FSIZE: no single file written larger than this
     max_log_bytes: int = 4 * 1024 * 1024  # captured output; the middle is dropped beyond this
     readonly_root: bool = True  # as root: everything but the build directories mounted read-only
+
+
+    def fragment_files(self) -> list[Path]:
+        """`fragments` as files; ValueError naming what is missing and what ships."""
+        return [Path(fragment_path(entry)) for entry in self.fragments]
 
 
 @dataclass

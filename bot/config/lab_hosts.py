@@ -13,6 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 
 RUNNERS = ("local", "qemu", "ssh")
+LRU_CHOICES = ("series", "mglru", "classic", "kernel")
 
 
 @dataclass
@@ -29,6 +30,10 @@ class LabHostSettings:
     pairs_max: int = 30
     warmup_pairs: int = 1
     timeout: int = 900  # seconds per boot (qemu, ssh) or per run (local)
+    # Which LRU the booted kernel runs (qemu, ssh): "series" (MGLRU when the series changes
+    # lru_gen code, else the kernel's own default), "mglru", "classic", or "kernel" (its
+    # default, untouched). Switched through /sys/kernel/mm/lru_gen/enabled at boot.
+    lru: str = "series"
     # qemu
     accel: str = "auto"  # auto (KVM if a probe boot works, else TCG), kvm or tcg
     qemu: str = "qemu-system-x86_64"
@@ -61,6 +66,9 @@ class LabHostSettings:
                              f"other than /, not {self.guest_usr!r}: the guest may read it")
         if self.accel not in ("auto", "kvm", "tcg"):
             raise ValueError(f"lab host {self.name!r}: accel must be auto, kvm or tcg")
+        if self.lru not in LRU_CHOICES:
+            raise ValueError(f"lab host {self.name!r}: lru must be one of "
+                             f"{', '.join(LRU_CHOICES)}, not {self.lru!r}")
         if self.iterations < 1:
             raise ValueError(f"lab host {self.name!r}: iterations must be at least 1")
         if not self.pairs_max >= 4 or not 1 <= self.pairs_min <= self.pairs_max:

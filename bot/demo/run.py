@@ -55,6 +55,7 @@ def demo_settings(root: Path) -> Settings:
     settings.database.url = f"sqlite:///{root / 'demo.db'}"
     settings.build.work_dir = str(root / "build")
     settings.build.base_config = "defconfig"
+    settings.build.fragments = []  # the stand-in tree has no Kconfig
     settings.lab_hosts = [LabHostSettings(name="local", runner="local")]
     return settings
 

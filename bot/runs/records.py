@@ -50,6 +50,7 @@ class ApplyRecord(_Record):
     applied: int = 0  # patches applied before the failure (all of them on success)
     failed_patch: str | None = None  # "0002 mm/vmscan: ..." as git am names it
     conflicts: tuple[Conflict, ...] = ()
+    changes_lru_gen: bool = False  # the applied series changes MGLRU code (bot.runs.lru)
 
     @classmethod
     def from_result(cls, result: dict[str, Any] | None) -> ApplyRecord:

@@ -146,12 +146,14 @@ def test_anon_swap_rebuilds_when_its_source_changes(tmp_path, monkeypatch):
 def test_readtwice_runs_locally_and_records_reclaim_counters(scratch):
     runner = LocalRunner(readtwice(mb=64, files=2), NO_KERNEL, timeout=60, scratch=scratch)
     by_name = {s.metric: s for s in runner("A", 0, 0)}
-    assert by_name[THROUGHPUT].value > 0 and by_name[THROUGHPUT].unit == "MB/s"
+    assert by_name[THROUGHPUT].value > 0 and by_name[THROUGHPUT].unit == "MiB/s"
     assert by_name[SECONDS].value > 0
     counters = {name for name in by_name if name.startswith("proc-vmstat.")}
     assert {"proc-vmstat.pgscan_kswapd", "proc-vmstat.pgsteal_kswapd",
             "proc-vmstat.workingset_refault_file"} <= counters
-    assert all(by_name[name].unit == "pages" for name in counters)
+    # allocstall counts stalls (direct reclaim entries), the others pages.
+    assert all(by_name[name].unit == ("stalls" if ".allocstall" in name else "pages")
+               for name in counters)
     assert list(scratch.iterdir()) == []  # its files are removed, not left to fill the disk
 
 
@@ -190,7 +192,7 @@ def test_anon_swap_runs_locally(tmp_path):
     bench = anon_swap(mb=64, binary=build(tmp_path))
     by_name = {s.metric: s for s in LocalRunner(bench, NO_KERNEL, timeout=60)("B", 1, 1)}
     assert by_name["anon-swap.throughput"].value > 0
-    assert by_name["anon-swap.write_throughput"].unit == "MB/s"
+    assert by_name["anon-swap.write_throughput"].unit == "MiB/s"
     assert by_name["anon-swap.seconds"].value > 0
     assert "proc-vmstat.pswpout" in by_name
 

@@ -75,6 +75,7 @@ path = "{tree}"
 [build]
 work_dir = "{tmp_path / 'work'}"
 base_config = "defconfig"
+fragments = []
 jobs = 2
 
 [celery]

@@ -101,8 +101,8 @@ def config_fingerprint(settings: BuildSettings) -> str:
         digest.update(f"target:{base}\n".encode())
     else:
         digest.update(b"file:" + Path(base).read_bytes() + b"\n")
-    for fragment in settings.fragments:
-        digest.update(b"fragment:" + Path(fragment).read_bytes() + b"\n")
+    for fragment in settings.fragment_files():
+        digest.update(b"fragment:" + fragment.read_bytes() + b"\n")
     digest.update(("targets:" + " ".join(settings.targets)).encode())
     return digest.hexdigest()
 
@@ -236,7 +236,7 @@ def _configure(make, settings: BuildSettings, objdir: Path, log: list[str]):  # 
         base_text = config.read_text()
     else:
         base_text = Path(settings.base_config).read_text()
-    merged = merge_config(base_text, [Path(f).read_text() for f in settings.fragments])
+    merged = merge_config(base_text, [f.read_text() for f in settings.fragment_files()])
     if not config.exists() or config.read_text() != merged:
         config.write_text(merged)
     ok, out, isolation = make("olddefconfig")

@@ -13,8 +13,10 @@ from sqlalchemy.orm import Session
 from bot.config import Settings, data_dir
 from bot.db.models import MailingList, MessageList, SeriesVersion
 from bot.db.session import Database
+from bot.git import GitError, git_output
 from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, choose_base
 from bot.runs.lifecycle import PlanError, find_tree
+from bot.runs.lru import changes_lru_gen
 from bot.runs.records import ApplyRecord, BuildRecord
 from bot.runs.states import StepState
 from bot.runs.steps import StepEnd, StepFailed, run_step, stored_step
@@ -27,6 +29,18 @@ from workers.kernel.sandbox import SandboxError
 def work_dir(settings: Settings) -> Path:
     """Where worktrees, builds and their artifacts live ([build] work_dir)."""
     return Path(settings.build.work_dir) if settings.build.work_dir else data_dir() / "build"
+
+
+def series_changes_lru_gen(repo: Path, base: str, patched: str) -> bool:
+    """Whether the applied series changes lru_gen code, read from the tree (bot.runs.lru)."""
+
+    def base_file(path: str) -> str | None:
+        try:
+            return git_output(repo, "show", f"{base}:{path}")
+        except GitError:
+            return None  # a file the series adds
+
+    return changes_lru_gen(git_output(repo, "diff", "-U0", base, patched), base_file)
 
 
 def run_apply_step(db: Database, settings: Settings, step_id: int,
@@ -58,7 +72,9 @@ def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
         base=choice.commit, base_reason=choice.reason, base_detail=choice.detail,
         base_branch=choice.branch, patched=result.patched, applied=result.applied,
         failed_patch=result.failed_patch,
-        conflicts=result.conflicts)
+        conflicts=result.conflicts,
+        changes_lru_gen=bool(result.ok and result.patched)
+        and series_changes_lru_gen(repo, choice.commit, str(result.patched)))
     error = None
     if not result.ok:
         files = ", ".join(c.path for c in result.conflicts) or "unknown files"

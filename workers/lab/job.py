@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bot.benchmarks.definition import Benchmark
-from bot.benchmarks.vmstat import counter_delta, parse_counters
+from bot.benchmarks.vmstat import counter_delta, counter_unit, parse_counters
 from workers.lab.machine import MACHINE_SCRIPT
 from workers.lab.pairs import Sample
 
@@ -36,12 +36,13 @@ def memcg_path(benchmark: Benchmark, root: str = CGROUP_ROOT) -> str:
 
 
 def job_script(benchmark: Benchmark, argv: Sequence[str], results: str, iterations: int = 1,
-               *, prefix: Sequence[str] = ()) -> str:
+               *, prefix: Sequence[str] = (), lru: str | None = None) -> str:
     """The script that runs `argv` `iterations` times and leaves its traces in `results`.
 
     `prefix` goes before the command but inside the memcg (e.g. `chroot /host`); the counters
     are read outside it. With `benchmark.memcg_max` set the command runs in a memcg of that
-    size, made fresh for the job.
+    size, made fresh for the job. `lru` "mglru" or "classic" switches the booted kernel's LRU
+    first (bot.runs.lru; never on a local host's own kernel); the machine facts record which ran.
     """
     command = shlex.join([*prefix, *argv])
     r = shlex.quote(results)
@@ -52,6 +53,7 @@ def job_script(benchmark: Benchmark, argv: Sequence[str], results: str, iteratio
         'mkdir -p "$R"',
         'cat /proc/sys/kernel/random/boot_id > "$R/boot_id" 2>/dev/null ||'
         ' echo unknown > "$R/boot_id"',
+        *_lru_lines(lru),
         MACHINE_SCRIPT.rstrip("\n"),
     ]
     run = f'{command} > "$R/output.$i" 2> "$R/stderr.$i"'
@@ -95,6 +97,22 @@ def job_script(benchmark: Benchmark, argv: Sequence[str], results: str, iteratio
         lines.append('rmdir "$CG" 2>/dev/null')
     lines += ['echo ok > "$R/complete"', ""]
     return "\n".join(lines)
+
+
+LRU_GEN = "/sys/kernel/mm/lru_gen/enabled"
+
+
+def _lru_lines(lru: str | None) -> list[str]:
+    if lru is None:
+        return []
+    if lru == "mglru":
+        # A series that changes lru_gen code is not tested by a kernel that cannot run it.
+        return [f'[ -w {LRU_GEN} ] || {{ echo "MGLRU was asked for, but this kernel has no '
+                f'{LRU_GEN} (CONFIG_LRU_GEN is off)" > "$R/error"; exit 1; }}',
+                f'echo y > {LRU_GEN} || {{ echo "cannot enable MGLRU" > "$R/error"; exit 1; }}']
+    if lru == "classic":
+        return [f'[ -w {LRU_GEN} ] && echo n > {LRU_GEN}']
+    raise ValueError(f"lru must be mglru or classic, not {lru!r}")
 
 
 @dataclass(frozen=True)
@@ -153,7 +171,7 @@ def collect(benchmark: Benchmark, results: Path, iterations: int, boot: BootInfo
 
 def _unit(benchmark: Benchmark, name: str) -> str:
     if name.startswith(("proc-vmstat.", "memcg.")):
-        return "pages"
+        return counter_unit(name.split(".", 1)[1])
     try:
         return benchmark.metric(name).unit
     except KeyError:

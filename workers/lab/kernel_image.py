@@ -146,6 +146,16 @@ def direct_boot_image(bzimage: Path, cache_dir: Path) -> Path | None:
     return target
 
 
+def is_kernel_image(path: Path) -> bool:
+    """Whether `path` is an x86 kernel image (the boot protocol's "HdrS" header)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(0x206)
+    except OSError:
+        return False
+    return head[0x202:0x206] == b"HdrS"
+
+
 def _payload(bzimage: bytes) -> bytes | None:
     """The decompressed kernel of a bzImage (x86 boot protocol 2.08+), or None."""
     if len(bzimage) < 0x250 or bzimage[0x202:0x206] != b"HdrS":

@@ -63,7 +63,8 @@ class LocalRunner:
             boot = BootInfo(kernel=kernel, pair_index=pair_index, position=position,
                             host=self.host, accel="none", time=started)
             samples = collect(self.benchmark, work / "results", self.iterations, boot)
-            self.machine[kernel] = read_machine(work / "results" / MACHINE_DIR)
+            self.machine[kernel] = {**read_machine(work / "results" / MACHINE_DIR),
+                                    "runner": "local"}
             return samples
 
 

@@ -3,18 +3,24 @@ every boot, so the reply describes where the samples came from, not where the re
 
 `MACHINE_SCRIPT` is the part of every job script (workers/lab/job.py) that copies what the
 kernel reports (/proc/cpuinfo, /proc/meminfo, the NUMA nodes and CPU caches in /sys, uname -r,
-the DMI vendor) into the results directory; `read_machine` turns those files into the facts a
+the DMI vendor and product, systemd-detect-virt where it exists, whether MGLRU is on) into the
+results directory; `read_machine` turns those files into the facts a
 campaign stores per kernel (`LabCampaign.machine`), and a runner keeps the facts of each
 kernel's last boot in its `machine` attribute.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 MACHINE_DIR = "machine"
+# What a qemu runner records of the host its guests ran on.
+HOST_FACTS = ("cpu", "cpus", "threads_per_core", "memory_kb", "virtualization", "kernel")
 # What the job wrote comes from the kernel under test, a stranger's code, and its text ends up in
 # a public reply: each file is read up to a size, each line of text kept short and printable.
 MAX_FILE_BYTES = 1 << 20
@@ -29,6 +35,9 @@ cat /proc/meminfo > "$M/meminfo" 2>/dev/null
 cat /sys/devices/system/cpu/online > "$M/online" 2>/dev/null
 uname -r > "$M/release" 2>/dev/null
 cat /sys/class/dmi/id/sys_vendor > "$M/vendor" 2>/dev/null
+cat /sys/class/dmi/id/product_name > "$M/product" 2>/dev/null
+command -v systemd-detect-virt >/dev/null 2>&1 && systemd-detect-virt --vm > "$M/virt" 2>/dev/null
+cat /sys/kernel/mm/lru_gen/enabled > "$M/lru_gen" 2>/dev/null
 for n in /sys/devices/system/node/node[0-9]*; do [ -d "$n" ] && echo "$n"; done > "$M/nodes"
 for c in /sys/devices/system/cpu/cpu0/cache/index[0-9]*; do
   [ -d "$c" ] && echo "$(cat "$c/level" 2>/dev/null) $(cat "$c/type" 2>/dev/null)\
@@ -58,11 +67,48 @@ def read_machine(directory: Path) -> dict[str, Any]:
         "numa_nodes": len([n for n in _read(directory / "nodes").split() if n]) or 1,
         "kernel": _text(_read(directory / "release")),
         "vendor": _text(_read(directory / "vendor")),
+        "product": _text(_read(directory / "product")),
         # The CPU's own flag: set under any hypervisor (KVM, TCG, Xen, Hyper-V, ...).
         "virtualized": bool(re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M)),
+        "lru_gen": _text(_read(directory / "lru_gen")),
     }
+    facts["virtualization"] = virtualization(
+        _text(_read(directory / "virt")), facts["vendor"], facts["product"],
+        facts["virtualized"])
     facts.update(_caches(_read(directory / "caches")))
     return facts
+
+
+# DMI vendors and products of virtual machines, as systemd-detect-virt knows them (its
+# src/basic/virt.c), for a machine without systemd: the guest's busybox init.
+_DMI_VIRT = (("QEMU", "qemu"), ("KVM", "kvm"), ("VMware", "vmware"), ("VirtualBox", "oracle"),
+             ("innotek", "oracle"), ("Xen", "xen"), ("Bochs", "bochs"), ("Parallels", "parallels"),
+             ("BHYVE", "bhyve"), ("Microsoft Corporation Virtual Machine", "microsoft"),
+             ("Google Compute Engine", "google"), ("Amazon EC2", "amazon"))
+
+
+def virtualization(detected: str, vendor: str, product: str, hypervisor_flag: bool) -> str:
+    """"none" on bare metal, else the hypervisor's name as `systemd-detect-virt --vm` gives it
+    (containers are not machines): its own answer when it ran, else the DMI strings, else
+    "unknown" when only the CPU's hypervisor flag says so."""
+    if detected and (detected != "none" or not hypervisor_flag):
+        return detected
+    both = f"{vendor} {product}"
+    for mark, name in _DMI_VIRT:
+        if mark.lower() in both.lower():
+            return name
+    return "unknown" if hypervisor_flag else "none"
+
+
+@functools.cache
+def this_machine() -> dict[str, Any]:
+    """The facts of the machine this process runs on (a qemu lab host: the guests' host),
+    read by the same script the jobs run."""
+    with tempfile.TemporaryDirectory(prefix="lorelab-machine-") as tmp:
+        subprocess.run(["sh", "-c", f'R="{tmp}"\n{MACHINE_SCRIPT}'], check=False,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+        return read_machine(Path(tmp) / MACHINE_DIR)
 
 
 def _read(path: Path) -> str:

@@ -48,7 +48,7 @@ from bot.config.lab_hosts import LabHostSettings
 from workers.lab.initramfs import build_initramfs
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.kernel_image import default_cache_dir, direct_boot_image
-from workers.lab.machine import MACHINE_DIR, read_machine
+from workers.lab.machine import HOST_FACTS, MACHINE_DIR, read_machine, this_machine
 from workers.lab.pairs import Sample
 
 __all__ = ["Boot", "QemuRunner", "RunFailed", "guest_argv", "kvm_works", "qemu_command",
@@ -344,6 +344,7 @@ class QemuRunner:
     # Boot the uncompressed kernel inside the bzImage when it can be (workers.lab.kernel_image):
     # about 4 s less per boot under TCG.
     direct_boot: bool = True
+    lru: str | None = None  # switch the guest's LRU first: "mglru", "classic" (bot.runs.lru)
     boots: list[Boot] = field(default_factory=list, compare=False, repr=False)
     # Per kernel ("A", "B"): the machine its last boot ran on, as the job read it.
     machine: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
@@ -385,7 +386,8 @@ class QemuRunner:
             argv = replace(self.benchmark, command=tuple(template)).argv(
                 kernel=str(self.kernels[kernel]), scratch=SCRATCH)
             (share / "job.sh").write_text(job_script(
-                self.benchmark, argv, RESULTS, self.host.iterations, prefix=CHROOT))
+                self.benchmark, argv, RESULTS, self.host.iterations, prefix=CHROOT,
+                lru=self.lru))
             command = qemu_command(self.host.qemu, accel=accel, cpus=self.host.cpus,
                                    memory_mb=self.host.memory_mb,
                                    kernel=self.kernel_file(kernel), initrd=initrd,
@@ -400,5 +402,10 @@ class QemuRunner:
                             time=started)
             samples = collect(self.benchmark, share / "results", self.host.iterations, info,
                               console=boot.console)
-            self.machine[kernel] = read_machine(share / "results" / MACHINE_DIR)
+            host = this_machine()
+            self.machine[kernel] = {
+                **read_machine(share / "results" / MACHINE_DIR), "runner": "qemu",
+                "accel": accel, "vcpus": self.host.cpus, "guest_memory_mb": self.host.memory_mb,
+                # The guest's CPU model is QEMU's; the reader wants the host's too.
+                "host": {key: host.get(key) for key in HOST_FACTS}}
             return samples

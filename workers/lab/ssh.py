@@ -109,6 +109,7 @@ class SshRunner:
     kernels: Mapping[str, Path]  # "A" and "B" -> a kernel image on this machine
     host: LabHostSettings
     known_hosts: Path | None = None  # None: ssh/known_hosts in lorelab's data directory
+    lru: str | None = None  # switch the machine's LRU first: "mglru", "classic" (bot.runs.lru)
     # Per kernel ("A", "B"): the machine its last boot ran on, as the job read it.
     machine: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False, repr=False)
 
@@ -211,7 +212,8 @@ class SshRunner:
         work = f"{self.host.job_dir.rstrip('/')}/lorelab-job-{uuid.uuid4().hex}"
         w = shlex.quote(work)
         argv = self.benchmark.argv(kernel=remote_kernel, scratch=f"{work}/scratch")
-        script = job_script(self.benchmark, argv, f"{work}/results", self.host.iterations)
+        script = job_script(self.benchmark, argv, f"{work}/results", self.host.iterations,
+                            lru=self.lru)
         command = (f"mkdir -m 700 {w} && mkdir {w}/scratch && cat > {w}/job.sh || exit 1; "
                    f"sh {w}/job.sh < /dev/null > {w}/job.log 2>&1; uname -r > {w}/release; "
                    f"tar -C {w} -cf - results release; status=$?; rm -rf -- {w}; exit $status")
@@ -230,7 +232,8 @@ class SshRunner:
                      self.benchmark.name, boot.kernel, release)
             samples = collect(self.benchmark, Path(tmp) / "results", self.host.iterations,
                               boot)
-            self.machine[boot.kernel] = read_machine(Path(tmp) / "results" / MACHINE_DIR)
+            self.machine[boot.kernel] = {**read_machine(Path(tmp) / "results" / MACHINE_DIR),
+                                         "runner": "ssh"}
             return samples
 
     def _ssh(self, command: str, *, what: str, stdin: bytes | BinaryIO | None = None,

@@ -19,7 +19,8 @@ from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, find_host
 from bot.db.models import LabCampaign
 from bot.db.session import Database
-from bot.runs.records import BenchCampaign, BenchRecord, BuildRecord
+from bot.runs.lru import lru_for
+from bot.runs.records import ApplyRecord, BenchCampaign, BenchRecord, BuildRecord
 from bot.runs.states import StepState
 from bot.runs.steps import StepEnd, StepFailed, notify, run_step, stored_step
 from workers.lab.campaign import new_campaign, run_campaign
@@ -44,6 +45,7 @@ def _bench(db: Database, settings: Settings, step_id: int) -> StepEnd:
             s.state == StepState.DONE and records[name].ok for name, s in builds.items())
         names = list(run.benchmarks or [])
         run_id, runner_name = run.id, run.runner
+        apply = ApplyRecord.from_step(next((s for s in run.steps if s.name == "apply"), None))
         base, patched = run.base_commit, run.patched_commit
     if not built:
         raise StepFailed("not benchmarked: the kernels were not built")
@@ -53,12 +55,18 @@ def _bench(db: Database, settings: Settings, step_id: int) -> StepEnd:
     if not names:
         raise StepFailed("no benchmark to run: no suite watches the files this series "
                          "touches, and none was asked for")
+    # A local host's kernel is not ours to switch; a lab kernel runs what the series changes.
+    lru = None if host.runner == "local" else lru_for(host.lru, apply.changes_lru_gen)
     campaigns: list[BenchCampaign] = []
     for name in names:
         bench = from_spec(name)
+        try:
+            runner = make_runner(host, bench, kernels, lru=lru)
+        except ValueError as exc:  # a lab host that cannot compare these kernels
+            raise StepFailed(f"not benchmarked: {exc}") from None
         campaign_id = _campaign(db, run_id, bench, host, str(base), str(patched), kernels)
         done = run_campaign(
-            db, campaign_id, bench, make_runner(host, bench, kernels),
+            db, campaign_id, bench, runner,
             progress=lambda boots, most, name=name: notify(
                 run_id, "bench", f"{name}: boot {boots} of at most {most}"))
         campaigns.append(BenchCampaign(id=done.id, benchmark=name, state=done.state,
