@@ -198,7 +198,8 @@ def _command(campaign: LabCampaign, host: LabHostSettings) -> BenchmarkCommand:
     argv = definition.argv(kernel="{kernel}", scratch="/tmp/lorelab-scratch")
     boots = len({s.pair_index for s in campaign.samples if not s.warmup})
     return BenchmarkCommand(argv=tuple(argv), runs=boots * host.iterations,
-                            memcg_max=definition.memcg_max)
+                            memcg_max=definition.memcg_max,
+                            build=str(definition.extra.get("build", "")))
 
 
 def _machine(host: LabHostSettings, campaign: LabCampaign, accel: str) -> Machine:

@@ -98,5 +98,7 @@ def anon_swap(mb: int = 384, binary: Path | None = None, delta: float = DELTA) -
             Metric(metric, unit, higher_is_better=higher, delta=delta, main=main)
             for metric, unit, higher, main in _FIELDS.values()
         ),
-        extra={"source": SOURCE.name},
+        # How to make the program without lorelab, for a reply's reproduce section.
+        extra={"source": SOURCE.name,
+               "build": " ".join(["gcc", *_CFLAGS, "-o", "anon-swap", str(SOURCE)])},
     )

@@ -78,7 +78,10 @@ def run_demo(data_dir: Path, on_ingested: Callable[[IngestSummary, str], None] |
     outcome = review_thread(db, settings, str(mbox), tree_path=str(tree),
                             benchmarks=[f"{BENCHMARK}:ops={OPS}"], on_ingested=on_ingested)
     config = root / "config.toml"
+    # The settings the demo ran with, so that `lorelab -c config.toml ...` sees the same run.
     config.write_text(f'[database]\nurl = "{settings.database.url}"\n\n'
-                      f'[build]\nwork_dir = "{settings.build.work_dir}"\n')
+                      f'[build]\nwork_dir = "{settings.build.work_dir}"\n'
+                      f'base_config = "{settings.build.base_config}"\nfragments = []\n\n'
+                      '[[lab_hosts]]\nname = "local"\nrunner = "local"\n')
     db.dispose()
     return DemoResult(settings.database.url, config, seeds, outcome)

@@ -188,6 +188,9 @@ def command_reply(outcome: str) -> ComposedReply:
 REPLIES = {
     "benchmark-take2": lambda: results_reply("vmscan-bailout-take2.json"),
     "benchmark-bailout-v2": lambda: results_reply("vmscan-bailout-v2.json"),
+    # Recorded runs: a real kernel under QEMU (scripts/kernel-review) and the local runner.
+    "benchmark-kernel-tcg": lambda: results_reply("kernel-tuning-tcg.json"),
+    "benchmark-local-runner": lambda: results_reply("demo-local-runner.json"),
     "build-failure": build_failure_reply,
     "does-not-apply": apply_failure_reply,
     "command-queued": lambda: command_reply("queued"),
@@ -213,7 +216,9 @@ def parse(reply: ComposedReply) -> email.message.EmailMessage:
 def parent_of(name: str) -> ParentMessage:
     """The message each golden reply answers."""
     if name.startswith("benchmark"):
-        file = "vmscan-bailout-take2.json" if "take2" in name else "vmscan-bailout-v2.json"
+        files = {"take2": "vmscan-bailout-take2.json", "kernel": "kernel-tuning-tcg.json",
+                 "local": "demo-local-runner.json"}
+        file = next((f for key, f in files.items() if key in name), "vmscan-bailout-v2.json")
         return load_results(json.loads((RESULTS / file).read_text()))[0].parent
     if name.startswith("command"):
         return COMMAND
@@ -517,3 +522,29 @@ def test_a_long_tail_of_outliers_still_fits_the_verdict_line():
     lines = verdict_lines([bench])
     assert lines and all(len(line) <= TABLE_WIDTH for line in lines)
     assert ", ..." in " ".join(lines)  # the worst three, then an ellipsis
+
+
+def test_a_recorded_real_kernel_reply_states_what_the_run_recorded() -> None:
+    body = parse(results_reply("kernel-tuning-tcg.json")).get_content()
+    flat = " ".join(body.split())
+    # The machine is the guest and its host, never "bare metal"; the LRU is the one that ran.
+    assert "Test machine: QEMU guest under TCG (emulated CPU, no KVM), 2 vCPUs" in flat
+    assert "itself a virtual machine (kvm)" in flat and "bare metal" not in flat
+    assert "LRU: MGLRU (multi-gen LRU; /sys/kernel/mm/lru_gen/enabled = 0x0007)" in flat
+    # One word per outcome, one interval level, a resolution a reader can use.
+    assert "Result: inconclusive" in flat and "CI" not in body
+    assert "95% interval, adjusted for the sequential looks" in flat
+    assert "Resolution: readtwice.throughput +-" in flat
+    # Counters under their source, each zero counter listed once per source.
+    assert "reclaim counters, /proc/vmstat (change per run):" in body
+    zero = next(line for line in body.splitlines() if line.startswith("zero in all 32 runs"))
+    assert zero.count("allocstall_dma32") == 1
+    assert "+inf" not in body and "[-100.00" not in body
+    # Reproducible without lorelab, with the config's recipe and each command line.
+    reproduce = body.split("To reproduce without lorelab:")[1].split("\n-- \n")[0]
+    assert "lorelab " not in reproduce and "/root/" not in reproduce
+    assert "merge_config.sh -m .config bot/config/kernel/reclaim-vm.config" in reproduce
+    assert "gcc -O2 -static -Wall -o anon-swap bot/benchmarks/anon-swap.c" in reproduce
+    assert "in a memcg of memory.max=128M" in reproduce
+    tables = body.split("Result:")[1].split("change is patched")[0]
+    assert all(len(line) <= 100 for line in tables.splitlines())

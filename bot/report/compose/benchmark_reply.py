@@ -27,6 +27,7 @@ from bot.report.compose.results import (
     RunPolicy,
 )
 from bot.report.compose.tables import (
+    MAX_OUTLIERS_SHOWN,
     benchmark_tables,
     common_level,
     counter_source,
@@ -192,8 +193,10 @@ def _outlier_lines(ctx: BenchmarkReplyContext) -> list[str]:
                 fmt_exact(o.value)
                 + (f" (run {slots.index(o.position) + 1} of {len(slots)})"
                    if o.position is not None and o.position in slots else "")
-                for o in summary.outliers
+                for o in summary.outliers[:MAX_OUTLIERS_SHOWN]
             )
+            if len(summary.outliers) > MAX_OUTLIERS_SHOWN:
+                values += f" and {len(summary.outliers) - MAX_OUTLIERS_SHOWN} more"
             if values:
                 found.append(f"{bench.metric_label(metric, varying)} {side} {values}")
     return found

@@ -32,6 +32,8 @@ class BenchmarkCommand:
     argv: tuple[str, ...]  # with {scratch} filled as /tmp/lorelab-scratch, {kernel} unfilled
     runs: int  # per kernel
     memcg_max: str | None = None
+    # How the program argv[0] is made from source (a C benchmark lorelab compiles), if it is.
+    build: str = ""
 
 
 def apply_lines(anchor_msgid: str, base: str) -> list[str]:
@@ -59,13 +61,16 @@ def build_lines(config: ConfigRecipe, targets: Sequence[str] = ("bzImage",)) -> 
 
 
 def bench_lines(commands: Sequence[BenchmarkCommand], booted: bool) -> list[str]:
-    where = "booted on each kernel in turn" if booted else "on this host"
+    where = "each a fresh boot" if booted else "on this host"
     lines = []
     for command in commands:
-        memcg = (f" in a memcg with memory.max={command.memcg_max}" if command.memcg_max
-                 else "")
-        lines.append(f"# {command.runs} runs {where}{memcg}, alternating base and patched:")
-        lines.append(" ".join(_word(part) for part in command.argv))
+        memcg = f", in a memcg of memory.max={command.memcg_max}" if command.memcg_max else ""
+        argv = [_word(part) for part in command.argv]
+        if command.build:
+            lines.append(" ".join(_shown(part) for part in command.build.split()))
+            argv[0] = f"./{Path(command.argv[0]).name}"  # what that line made, not our cache
+        lines.append(f"# {command.runs} runs per kernel ({where}{memcg}), alternating:")
+        lines.append(" ".join(argv))
     return lines
 
 

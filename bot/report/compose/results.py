@@ -76,8 +76,10 @@ class MetricResult:
 
     @property
     def notable(self) -> bool:
-        """Worth a verdict line: changed, or its tail of slow runs changed."""
-        return self.comparison.changed or self.comparison.tail.kind is not None
+        """Worth a verdict line: changed, or its tail of slow runs changed (a tail is "slow"
+        only for a metric with a better direction: a counter's has none)."""
+        return self.comparison.changed or (self.direction_known
+                                           and self.comparison.tail.kind is not None)
 
 
 def _side(side: Any) -> dict[str, Any]:
@@ -101,9 +103,13 @@ class BenchmarkResult:
         return " ".join([self.name, *(f"{key}={value}" for key, value in self.parameters)])
 
     def metric_label(self, metric: MetricResult, varying: tuple[str, ...]) -> str:
-        """The metric's name, with the parameters that differ between this reply's runs."""
+        """The metric's name, with the parameters that differ between this reply's runs, and
+        the benchmark when the name does not say it ("readtwice.throughput (readtwice-memcg)")."""
         keys = dict(self.parameters)
         extra = [f"{key}={keys[key]}" for key in varying if key in keys]
+        if metric.name.split(".", 1)[0] not in (self.name, "proc-vmstat", "memcg") \
+                and "." in metric.name:
+            extra.insert(0, f"({self.name})")
         return " ".join([metric.name, *extra])
 
 

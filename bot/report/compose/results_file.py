@@ -14,7 +14,8 @@ or, for a fixed number of runs, with `compare` and the false discovery rate cont
                  "status_url": str, "series_version_id": int | null, "anchor_msgid": str},
       "tree": {"tree": str, "branch": str, "base": str, "head": str},
       "machine": {"cpu": str, "cores": int, "threads": int, "l1d": str, "l1i": str, "l2": str,
-                  "l3": str, "memory": str, "numa_nodes": int, "boot": str, "host": str},
+                  "l3": str, "memory": str, "numa_nodes": int, "boot": str, "host": str,
+                  "runner": str, "kernel": str, "host_machine": str, "lru": str},  # last 4 optional
       "build": {"config_name": str, "config_hash": str, "config_url": str, "compiler": str},
       "policy": {"runs_per_kernel": int, "order": str, "sequential": bool, "k_min": int,
                  "k_max": int, "alpha": float, "delta": float, "iterations": str},
@@ -30,7 +31,8 @@ or, for a fixed number of runs, with `compare` and the false discovery rate cont
                   "change_pct": float | null, "unit": str | null,
                   "higher_is_better": bool | null, "runs": int | null,
                   "date": str | null, "msgid": str | null}],
-      "reproduce": [str]
+      "reproduce": [str],
+      "outcome": str                               # optional: the run's outcome word
     }
 
 A metric whose higher_is_better is null (most vmstat counters) is reported as an increase or
@@ -84,6 +86,7 @@ def load_results(data: dict[str, Any]) -> tuple[BenchmarkReplyContext, dt.dateti
             ),
             claims=tuple(_claim(claim) for claim in data.get("claims", [])),
             reproduce=tuple(data.get("reproduce", [])),
+            outcome=str(data.get("outcome", "")),
         )
         date = dt.datetime.fromisoformat(data["date"]) if data.get("date") else None
     except KeyError as exc:

@@ -146,8 +146,8 @@ def verdict_lines(benchmarks: Sequence[BenchmarkResult]) -> tuple[str, ...]:
         rows.append(
             (
                 bench.metric_label(metric, varying),
-                fmt_pct(c.change_pct),
-                fmt_interval(c.ci_low_pct, c.ci_high_pct),
+                _change_text(c),
+                _interval_text(c),
                 "; ".join((metric.words, *findings)),
             )
         )
@@ -192,6 +192,14 @@ def _change_text(c: Comparison) -> str:
     return fmt_pct(c.change_pct)
 
 
+def _interval_text(c: Comparison) -> str:
+    """The interval as the verdict line prints it: in percent, or in the metric's unit for a
+    count compared on an absolute scale (zero in some runs)."""
+    if c.scale == "absolute":
+        return f"[{_absolute(c.shift.ci_low)}, {_absolute(c.shift.ci_high)}]"
+    return fmt_interval(c.ci_low_pct, c.ci_high_pct)
+
+
 def _absolute(value: float) -> str:
     if math.isinf(value):
         return "+inf" if value > 0 else "-inf"
@@ -199,10 +207,8 @@ def _absolute(value: float) -> str:
 
 
 def _interval_cell(c: Comparison, level: float) -> str:
-    if c.scale == "absolute":
-        cell = f"[{_absolute(c.shift.ci_low)}, {_absolute(c.shift.ci_high)}]"
-    else:
-        cell = fmt_interval(c.ci_low_pct, c.ci_high_pct, "")
+    cell = _interval_text(c) if c.scale == "absolute" else \
+        fmt_interval(c.ci_low_pct, c.ci_high_pct, "")
     # The table's header names the common level; a row judged at another level says its own.
     if not math.isclose(c.interval_level, level):
         cell += f" {100 * c.interval_level:g}%"
