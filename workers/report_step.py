@@ -10,6 +10,7 @@ the series version, so a repeated step finds the stored reply instead of writing
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -17,13 +18,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from bot.analysis.claims import analyse_message
+from bot.analysis.claims.input import read_message_text
 from bot.benchmarks.registry import benchmark as make_benchmark
 from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, configured_hosts
-from bot.db.models import LabCampaign, Run, SeriesVersion
+from bot.db.models import LabCampaign, Message, Run, SeriesVersion
 from bot.db.session import Database
 from bot.report.compose.benchmark_reply import compose_benchmark_reply
 from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
+from bot.report.compose.claim_view import claim_from_judged
 from bot.report.compose.failure_reply import (
     BUILD_FAILURE,
     DOES_NOT_APPLY,
@@ -43,7 +47,7 @@ from bot.report.compose.reproduce import (
     bench_lines,
     build_lines,
 )
-from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, Machine
+from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, ClaimQuote, Machine
 from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
 from bot.runs.outcome import outcome_of
@@ -119,10 +123,25 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
         policy=campaign_policy(campaigns[0], measured),
         benchmarks=results,
         outcome=outcome.label,
+        claims=author_claims(answered_message(version)),
         reproduce=(*_reproduce(version, run, settings, base),
                    *bench_lines([_command(c, host) for c in campaigns],
                                 booted=campaigns[0].runner != "local")))
     return compose_benchmark_reply(ctx_bench, options), outcome.why
+
+
+def author_claims(message: Message) -> tuple[ClaimQuote, ...]:
+    """The performance claims the posting makes in its author's own words (the cover letter,
+    or patch 1 of a series without one), each judged by its own numbers; the reply sets each
+    beside what lorelab measured (claim_view.py). Quoted text is someone else's: left out."""
+    text = read_message_text(bytes(message.raw))
+    if text.unreadable:
+        return ()
+    found = analyse_message(text.subject, text.sender, text.body, text.msgid)
+    return tuple(
+        dataclasses.replace(claim_from_judged(judged, text.body), date=message.date,
+                            msgid=message.msgid)
+        for judged in found.claims if judged.claim.speaker.quote_depth == 0)
 
 
 def _status_url(settings: Settings, version: SeriesVersion) -> str:

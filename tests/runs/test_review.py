@@ -39,11 +39,13 @@ BENCH = "reclaim-sim:ops=3000000"
 class Review:
     """A simulator tree, a series thread in an mbox, and `lorelab` configured for both."""
 
-    def __init__(self, root: Path, db_url: str, changes: tuple[Change, ...] = BATCH_COUNTERS):
+    def __init__(self, root: Path, db_url: str, changes: tuple[Change, ...] = BATCH_COUNTERS,
+                 blurb: str | None = None):
         self.root = root
         self.tree = make_sim_tree(root / "linux")
         self.messages = make_series(self.tree, batch_series_spec(changes=changes,
-                                                                 patches=len(changes)))
+                                                                 patches=len(changes),
+                                                                 blurb=blurb))
         self.mbox = root / "thread.mbox"
         self.mbox.write_bytes(as_mbox(self.messages))
         self.config = root / "config.toml"
@@ -257,6 +259,22 @@ def _msgid(raw: bytes) -> str:
         if line.lower().startswith("message-id:"):
             return line.split(":", 1)[1].strip()
     raise AssertionError("no Message-ID")
+
+
+def test_the_authors_claim_is_quoted_beside_what_lorelab_measured(tmp_path):
+    blurb = ("Batching the counter updates makes reclaim cheaper. With reclaim-sim:\n\n"
+             "Average result of 10 runs:\n\n"
+             "Before: 19400000 ops/s\n"
+             "After:  38300000 ops/s (+97%)\n")
+    review = Review(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}", blurb=blurb)
+    _, outcome = review.review()
+    reply = outcome["reply"]
+    assert "> Before: 19400000 ops/s" in reply and "> After:  38300000 ops/s (+97%)" in reply
+    quoted = reply.index("> After:")
+    # Beside it, what the claim's own numbers carry (ten runs, no spread given); the claim
+    # names no benchmark lorelab knows, so its results are not set beside it as if it did.
+    after = " ".join(reply[quoted:].split())
+    assert "no spread given" in after and "The claim does not name its benchmark" in after
 
 
 def test_a_report_step_that_fails_is_a_failed_run_not_a_quiet_finding(tmp_path):

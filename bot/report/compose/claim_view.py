@@ -90,11 +90,15 @@ def claim_support(claim: ClaimQuote, benchmarks: Sequence[BenchmarkResult]) -> s
     numbers can support."""
     matches = matching_metrics(claim, benchmarks)
     if not matches:
-        named = " or ".join(claim.benchmarks) if claim.benchmarks else "the claim's benchmark"
-        measured = sorted({bench.name for bench in benchmarks})
+        measured = ", ".join(sorted({bench.name for bench in benchmarks}))
+        if not claim.benchmarks:
+            # Nothing says which benchmark the numbers came from: never assume it was ours.
+            return (f"The claim does not name its benchmark, so lorelab's results ({measured}) "
+                    f"are not set beside it. From the message alone: {claim.summary}")
         return (
-            f"lorelab did not run {named} (it ran {', '.join(measured)}), so its results "
-            f"neither support nor contradict this claim. From the message alone: {claim.summary}"
+            f"lorelab did not run {' or '.join(claim.benchmarks)} (it ran {measured}), so its "
+            f"results neither support nor contradict this claim. From the message alone: "
+            f"{claim.summary}"
         )
     varying = varying_parameters(benchmarks)
     sentences = []
