@@ -29,7 +29,7 @@ from bot.db.session import Database
 from bot.runs.states import STOPPED, RunState, StepState
 
 MAX_EXCERPT = 8000  # characters of log kept on the row
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 # Called with (run_id, step name, state) on every change: the CLI's progress in eager mode.
 LISTENERS: list[Callable[[int, str, str], None]] = []
@@ -176,6 +176,6 @@ def finish_step(
     if not ok:
         # Loud in `lorelab run`'s log: a failed report step means no reply for a tested series.
         level = logging.ERROR if name == "report" else logging.WARNING
-        log.log(level, "run %d: %s failed%s: %s", run_id, name,
+        logger.log(level, "run %d: %s failed%s: %s", run_id, name,
                  " (no reply was written)" if name == "report" else "", error)
     notify(run_id, name, state)
