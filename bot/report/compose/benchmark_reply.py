@@ -138,11 +138,16 @@ def _legend(ctx: BenchmarkReplyContext) -> list[Block]:
     level = common_level(ctx.benchmarks)
     label = next((c.interval_label for c in comparisons
                   if math.isclose(c.interval_level, level)), f"{100 * level:g}% interval")
+    sizes = [max(m.comparison.family_size for m in bench.metrics) for bench in ctx.benchmarks
+             if bench.metrics]
+    # One family per benchmark run (a campaign): say so, not "across the reply".
+    families = (f"across the {sizes[0]} metrics of the run" if len(sizes) == 1 else
+                "within each benchmark run's metrics (" + ", ".join(map(str, sizes)) + ")")
     text = (
         "change is patched against base in the metric's own unit (+ means larger), estimated "
         f"by {first.estimate_method}, with its {label}; *marked* changes are "
-        f"significant by {test}, after controlling the false discovery rate across the "
-        f"{len(comparisons)} metrics of this reply; delta is the metric's smallest change of "
+        f"significant by {test}, after controlling the false discovery rate {families}; "
+        "delta is the metric's smallest change of "
         "interest, below which lorelab calls no change; rCV% is the robust coefficient of "
         "variation, 1.4826 MAD / median."
     )
