@@ -14,8 +14,6 @@ retry.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import RunStep, utcnow
 from bot.db.session import Database
+from bot.processes import process_gone, process_tag
 from bot.runs.states import STOPPED, RunState, StepState
 
 MAX_EXCERPT = 8000  # characters of log kept on the row
@@ -80,26 +79,13 @@ def run_step(db: Database, step_id: int, task_id: str | None,
                 run_fields=end.run_fields)
 
 
-def host_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def worker_gone(state: str, host: str | None) -> bool:
     """Whether a step marked running was left so by a worker process of this machine that no
-    longer exists (killed: an OOM kill, a reboot, ^C). Steps of other machines cannot be told
-    from here and are taken as running."""
+    longer exists (killed: an OOM kill, a reboot, ^C)."""
     if state != StepState.RUNNING or not host or ":" not in host:
         return False
     name, _, pid = host.rpartition(":")
-    if name != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, another user's
-    return False
+    return process_gone(name, pid)
 
 
 def notify(run_id: int, name: str, state: str) -> None:
@@ -128,7 +114,7 @@ def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
         if step.state in (StepState.DONE, *STOPPED) or step.run.state in STOPPED:
             return False
         step.state = StepState.RUNNING
-        step.host = host_id()
+        step.host = process_tag()
         step.task_id = task_id or step.task_id
         step.attempts += 1
         step.started_at = utcnow()

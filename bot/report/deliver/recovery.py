@@ -11,14 +11,13 @@ from the list was delivered); if neither knows, the reply waits in 'in-doubt' fo
 from __future__ import annotations
 
 import datetime as dt
-import os
-import socket
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import OutboxReply, utcnow
 from bot.db.session import Database
+from bot.processes import process_gone
 from bot.report.deliver.outbox import COMMITTING, IN_DOUBT, QUEUED, SENDING, SENT, seen_on_list
 from bot.report.deliver.transport import Transport
 
@@ -73,12 +72,4 @@ def _claim_is_dead(row: OutboxReply, now: dt.datetime) -> bool:
     if row.lease_until is not None and row.lease_until < now:
         return True
     host, pid, *_ = [*(row.claimed_by or "").split(":"), "", ""]
-    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, owned by another user
-    return False
+    return process_gone(host, pid)
