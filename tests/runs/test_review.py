@@ -261,6 +261,20 @@ def _msgid(raw: bytes) -> str:
     raise AssertionError("no Message-ID")
 
 
+def test_a_reply_with_two_benchmark_runs_is_one_false_discovery_family(tmp_path):
+    review = Review(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+    _, outcome = review.review("--bench", f"{BENCH},reclaim-sim:ops=2000000")
+    db = Database(review.db_url)
+    with db.session() as session:
+        from bot.report.compose.campaign import family_level
+
+        campaigns = session.scalars(sa.select(LabCampaign)).all()
+        # The reply's 5% is shared: each benchmark run's metrics are held to half of it.
+        assert [family_level(c) for c in campaigns] == [0.025, 0.025]
+    assert "at 0.025 each, so that the whole reply is held at 0.05" in " ".join(
+        outcome["reply"].split())
+
+
 def test_the_authors_claim_is_quoted_beside_what_lorelab_measured(tmp_path):
     blurb = ("Batching the counter updates makes reclaim cheaper. With reclaim-sim:\n\n"
              "Average result of 10 runs:\n\n"

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign, LabSample, utcnow
 from bot.db.session import Database
-from bot.report.compose.campaign import judge_campaign, result_json
+from bot.report.compose.campaign import family_level, judge_campaign, result_json
 from workers.lab.job import RunFailed
 from workers.lab.machine import ReportsMachine
 from workers.lab.pairs import RunOne, Sample, run_pairs
@@ -49,6 +49,7 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
         stored = _stored_boots(campaign.samples)
         campaign.state, campaign.started_at, campaign.error = "running", utcnow(), None
         seed, warmups = campaign.seed, campaign.warmup_pairs
+        q = family_level(campaign)  # the run's reply is one family: its benchmarks share it
         k_min, k_max = campaign.k_min, campaign.k_max
     boots_max = 2 * (warmups + k_max)
     done = [len(stored)]
@@ -72,7 +73,7 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
 
     try:
         result = run_pairs(stored_or_run, benchmark.metrics, seed=seed, warmup_pairs=warmups,
-                           k_min=k_min, k_max=k_max)
+                           k_min=k_min, k_max=k_max, q=q)
     except RunFailed as exc:
         return _finish(db, campaign_id, benchmark, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - recorded on the row; the worker lives on

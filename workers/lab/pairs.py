@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from bot.analysis.family import look, pairs_from_samples
-from bot.analysis.verdict import DEFAULT_K_MAX, DEFAULT_K_MIN, Comparison
+from bot.analysis.verdict import DEFAULT_K_MAX, DEFAULT_K_MIN, FAMILY_ALPHA, Comparison
 from bot.benchmarks.definition import Metric
 
 
@@ -88,8 +88,10 @@ def run_pairs(
     warmup_pairs: int = 1,
     k_min: int = DEFAULT_K_MIN,
     k_max: int = DEFAULT_K_MAX,
+    q: float = FAMILY_ALPHA,
 ) -> PairsResult:
-    """Run warm-up pairs, then measured pairs until every main metric is decided or k_max.
+    """Run warm-up pairs, then measured pairs until every main metric is decided or k_max;
+    the benchmark's metrics are one family held to false-discovery rate `q` over the looks.
 
     `metrics` are the benchmark's metrics; only the main ones hold the loop. A boot that returns no
     value of a main metric, or samples for another kernel or slot than asked, is a runner bug and
@@ -127,7 +129,7 @@ def run_pairs(
         if measured + 1 < k_min:
             continue
         state = look(pairs_from_samples(samples, metrics), measured + 1, decided,
-                     k_min=k_min, k_max=k_max)
+                     k_min=k_min, k_max=k_max, q=q)
         decided, judgement = state.decided, state.comparisons
         if state.stop:
             break

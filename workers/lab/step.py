@@ -83,10 +83,13 @@ def _campaign(db: Database, run_id: int, bench: Benchmark, host: LabHostSettings
     """The run's campaign for this benchmark: the stored one (to resume; a failed one is
     kept as it is and a new one made), else a new one."""
     with db.session() as session:
-        existing = session.scalars(
+        # The same benchmark at other parameters (readtwice:mb=256 beside mb=512) is another
+        # campaign: match both.
+        existing = next((c for c in session.scalars(
             sa.select(LabCampaign).where(LabCampaign.run_id == run_id,
                                          LabCampaign.benchmark == bench.name)
-            .order_by(LabCampaign.id.desc())).first()
+            .order_by(LabCampaign.id.desc()))
+            if c.parameters == dict(bench.parameters)), None)
         if existing is not None and existing.state != "failed":
             return existing.id
         campaign = new_campaign(bench, kernel_a=f"{base} ({kernels['A']})",

@@ -142,7 +142,9 @@ def _legend(ctx: BenchmarkReplyContext) -> list[Block]:
              if bench.metrics]
     # One family per benchmark run (a campaign): say so, not "across the reply".
     families = (f"across the {sizes[0]} metrics of the run" if len(sizes) == 1 else
-                "within each benchmark run's metrics (" + ", ".join(map(str, sizes)) + ")")
+                "within each benchmark run's metrics (" + ", ".join(map(str, sizes)) + ") at "
+                f"{ctx.policy.alpha:.3g} each, so that the whole reply is held at "
+                f"{ctx.policy.alpha * len(sizes):.2g}")
     text = (
         "change is patched against base in the metric's own unit (+ means larger), estimated "
         f"by {first.estimate_method}, with its {label}; *marked* changes are "
@@ -306,8 +308,8 @@ def describe_runs(policy: RunPolicy, booted: bool = True) -> str:
     if policy.sequential:
         rule = (
             f"pairs were added until the sequential rule decided ({policy.k_min} to "
-            f"{policy.k_max} pairs, overall level {policy.alpha:g}; each metric's smallest "
-            "change of interest is its delta in the tables)"
+            f"{policy.k_max} pairs, false-discovery level {policy.alpha:.3g} per benchmark run; "
+            "each metric's smallest change of interest is its delta in the tables)"
         )
     else:
         rule = (

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from sqlalchemy.orm import object_session
+
 from bot.analysis.family import COUNTER_DELTA, pairs_from_samples
+from bot.analysis.verdict import FAMILY_ALPHA
 from bot.benchmarks.definition import Benchmark
-from bot.db.models import LabCampaign
+from bot.db.models import LabCampaign, Run
 from bot.report.compose.results import BenchmarkResult, MetricResult, RunPolicy
 from bot.report.compose.results_file import benchmark_result
 
@@ -43,7 +46,17 @@ def campaign_policy(campaign: LabCampaign, measured: Sequence[StoredSample]) -> 
     pairs = len({s.pair_index for s in measured})
     return RunPolicy(runs_per_kernel=pairs, order="randomized pairs (AB or BA, seeded)",
                      sequential=True, k_min=campaign.k_min, k_max=campaign.k_max,
-                     delta=COUNTER_DELTA)
+                     alpha=family_level(campaign), delta=COUNTER_DELTA)
+
+
+def family_level(campaign: LabCampaign) -> float:
+    """The false-discovery rate a campaign's metrics are held to: a review run's reply is one
+    family, so its benchmarks share FAMILY_ALPHA (each gets an equal part); a campaign of its
+    own (`lorelab bench`) has all of it."""
+    session = object_session(campaign)
+    run = session.get(Run, campaign.run_id) if session is not None and campaign.run_id else None
+    benchmarks = len(run.benchmarks or []) if run is not None else 1
+    return FAMILY_ALPHA / max(1, benchmarks)
 
 
 def result_json(campaign: LabCampaign, judged: BenchmarkResult) -> dict[str, Any]:

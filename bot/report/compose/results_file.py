@@ -155,7 +155,8 @@ def _sequential(raw: list[dict[str, Any]], policy: RunPolicy) -> dict[str, Compa
     ]
     if any(len(p.base) != len(p.patched) for p in pairs):
         raise ResultsFileError("a sequential comparison needs as many base as patched values")
-    judged = judge_pairs(pairs, k_min=policy.k_min or 5, k_max=policy.k_max or 30)
+    judged = judge_pairs(pairs, k_min=policy.k_min or 5, k_max=policy.k_max or 30,
+                         q=policy.alpha)
     return {p.name: judged.comparisons[p.name] for p in pairs}
 
 
