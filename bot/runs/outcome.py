@@ -45,9 +45,10 @@ EXIT_CODES = {
     Outcome.NOT_APPLIED: 12, Outcome.NOT_BUILT: 13, Outcome.NOT_TESTED: 14, Outcome.STOPPED: 14,
     Outcome.INCONCLUSIVE: 15, Outcome.REPORT_FAILED: 16,
 }
-# Main-metric verdicts (bot.analysis.verdict.Verdict values) that show the absence of a change
-# of interest; any other verdict that is not a change leaves the run inconclusive.
-NO_CHANGE_VERDICTS = frozenset({"no change", "identical", "smaller than delta"})
+# The main-metric verdict (bot.analysis.verdict.Verdict) that shows the absence of a change of
+# interest (identical runs included); any other verdict that is not a change leaves the run
+# inconclusive.
+NO_CHANGE = "no change"
 
 
 class StepView(Protocol):
@@ -141,9 +142,9 @@ def benchmark_finding(verdicts: Iterable[str]) -> tuple[Outcome, str]:
     for verdict in (Outcome.REGRESSION, Outcome.IMPROVEMENT):
         if verdict.value in found:
             return verdict, "benchmarked"
-    if found and all(v in NO_CHANGE_VERDICTS for v in found):
+    if found and all(v == NO_CHANGE for v in found):
         return Outcome.NO_CHANGE, "benchmarked"
-    undecided = sum(v not in NO_CHANGE_VERDICTS for v in found)
+    undecided = sum(v != NO_CHANGE for v in found)
     return Outcome.INCONCLUSIVE, (
         f"benchmarked; {undecided} of {len(found)} main metrics could not be told from noise"
         if found else "benchmarked, but no main metric was judged")
