@@ -111,6 +111,8 @@ def _summary(db_path: Path, result: dict) -> dict:
     """What the README and bench/review.py report: outcome, stage times, boots."""
     db = Database(f"sqlite:///{db_path}")
     with db.session() as session:
+        run = session.get(Run, result["run"])
+        cached = [s.name for s in run.steps if (s.result or {}).get("cached")]
         samples = session.execute(
             sa.select(LabSample.campaign_id, LabSample.kernel, LabSample.pair_index,
                       LabSample.time)
@@ -123,6 +125,7 @@ def _summary(db_path: Path, result: dict) -> dict:
         "wall_seconds": result["wall_seconds"],
         "steps": {s["name"]: s["seconds"] for s in result["steps"]},
         "boots": len(boots),
+        "cached_builds": cached,  # answered by the artifact cache, nothing built
         # Start to start of consecutive boots: one boot, its benchmark and the next boot's set-up.
         "seconds_per_boot": round(sorted(gaps)[len(gaps) // 2], 1) if gaps else None,
         "headline": result.get("headline", []),

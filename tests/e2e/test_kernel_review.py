@@ -33,4 +33,4 @@ def test_three_series_on_a_real_kernel_each_get_a_true_reply(tmp_path_factory):
     assert series["positive"]["outcome"] == "regression"
     assert series["null"]["outcome"] in ("no change", "inconclusive")
     # The control series reuse the base the first one built: only the patched tree is built.
-    assert series["null"]["steps"]["build-base"] < series["tuning"]["steps"]["build-base"]
+    assert "build-base" in series["null"]["cached_builds"]
