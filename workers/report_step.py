@@ -50,6 +50,7 @@ from bot.report.compose.reproduce import (
 from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, ClaimQuote, Machine
 from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
+from bot.runs.findings import run_campaigns
 from bot.runs.outcome import outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
 from bot.runs.steps import StepEnd, run_step, stored_step
@@ -104,9 +105,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
             log=by_name["build-patched"].log_excerpt,
             reproduce=_reproduce(version, run, settings, base))
         return compose_build_failure(ctx_build, options), outcome.why
-    campaigns = list(session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
-                                                                 LabCampaign.state == "done")
-                                     .order_by(LabCampaign.id)))
+    campaigns = run_campaigns(session, run, done=True)
     # Each campaign was judged when it ended; a campaign stored before judgements were is
     # judged from its samples.
     results = tuple(stored_judgement(c) or judge_campaign(c, make_benchmark(c.benchmark,

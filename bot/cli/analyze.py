@@ -50,12 +50,12 @@ CAMPAIGN = "campaign:"
 def stored_results(ref: str) -> tuple[str, tuple[Any, ...]]:
     """(title, judged BenchmarkResults) of a run's campaigns ("12") or of one ("campaign:7"),
     from their samples."""
-    import sqlalchemy as sa
 
     from bot.benchmarks.registry import benchmark
     from bot.cli.database import open_database
     from bot.db.models import LabCampaign, Run
     from bot.report.compose.campaign import judge_campaign
+    from bot.runs.findings import run_campaigns
 
     with open_database().session() as session:
         if ref.startswith(CAMPAIGN):
@@ -70,10 +70,7 @@ def stored_results(ref: str) -> tuple[str, tuple[Any, ...]]:
             if run is None:
                 raise UserError(f"no run {ref} (and no such file); `lorelab runs list` shows "
                                 f"the runs, `{CAMPAIGN}ID` names one lab campaign", 66)
-            campaigns = list(session.scalars(
-                sa.select(LabCampaign).where(LabCampaign.run_id == run.id,
-                                             LabCampaign.state == "done")
-                .order_by(LabCampaign.id)))
+            campaigns = run_campaigns(session, run, done=True)
             if not campaigns:
                 raise UserError(f"run {run.id} has no finished lab campaign to analyze "
                                 f"(`lorelab runs show {run.id}` says where it stands)", 66)

@@ -86,9 +86,12 @@ def _number(value: Any) -> float:
         return math.nan
 
 
-def run_campaigns(session: Session, run: Run) -> list[LabCampaign]:
-    return list(session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id)
-                                .order_by(LabCampaign.id)))
+def run_campaigns(session: Session, run: Run, *, done: bool = False) -> list[LabCampaign]:
+    """The run's lab campaigns in the order they ran; only the finished ones with `done`."""
+    query = sa.select(LabCampaign).where(LabCampaign.run_id == run.id)
+    if done:
+        query = query.where(LabCampaign.state == "done")
+    return list(session.scalars(query.order_by(LabCampaign.id)))
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,14 @@ def lru_for(setting: str, series_changes_lru_gen: bool) -> str | None:
 
 def changes_lru_gen(diff: str, base_file: Callable[[str], str | None]) -> bool:
     """Whether `diff` (unified, as `git diff -U0` prints it) changes lru_gen code."""
+    regions: dict[str, set[int]] = {}  # per file: each base file is read and scanned once
     for path, lines, text in _hunks(diff):
         if _NAMES_LRU_GEN.search(text):
             return True
-        source = base_file(path)
-        if source is None:
-            continue
-        inside = lru_gen_lines(source)
-        if any(line in inside for line in lines):
+        if path not in regions:
+            source = base_file(path)
+            regions[path] = lru_gen_lines(source) if source is not None else set()
+        if lines & regions[path]:
             return True
     return False
 
