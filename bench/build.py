@@ -6,7 +6,9 @@ by scripts/kernel-review (base `master`, patched `--patched`, default the tuning
 through `workers.kernel.build.build_commit`, the sandbox included, exactly as a worker runs it:
 
 - cold: an empty work directory (no O= directory, empty ccache, empty artifact cache);
-- incremental: the patched commit in the same O= directory right after the base;
+- incremental: the patched commit right after the base, in its own copy of the base's O=
+  directory (`cp -a --reflink=auto`, included in the time: a patch is untrusted code and must
+  not write objects the next series would use);
 - cache hit: the base again (the artifact cache answers, nothing is built);
 - warm ccache: the base again from an empty O= directory and artifact cache, ccache kept.
 

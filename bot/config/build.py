@@ -41,10 +41,20 @@ class BuildSettings:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     ccache: bool = True  # use ccache when it is installed
     cpu_seconds: int = 4 * 3600  # RLIMIT_CPU of each process in the build
-    memory_mb: int = 4096  # RLIMIT_AS of each process in the build
-    wall_seconds: int = 3 * 3600  # the whole build, killed after this
+    memory_mb: int = 4096  # RLIMIT_AS of each process in the build, and its cgroup in all
+    # The whole build (all its makes), killed after this: about 3x the cold build of the lab
+    # kernel (tinyconfig + reclaim-vm, 12-20 min on 2 cores, bench/build.py --kernel).
+    wall_seconds: int = 3600
     max_file_mb: int = 2048  # RLIMIT_FSIZE: no single file written larger than this
+    max_processes: int = 2048  # pids.max of the build's cgroup: a fork bomb stops there
+    # The build's own O= directory may hold this much; beyond, the build is killed (a tinyconfig
+    # kernel's takes ~0.3 GB, a defconfig one's ~3 GB).
+    max_disk_mb: int = 20480
     max_log_bytes: int = 4 * 1024 * 1024  # captured output; the middle is dropped beyond this
+    # Applying (git am, outside the sandbox): binary files a series may carry, once inflated,
+    # in all; and the memory git am may use (its own cgroup, where the host gives one).
+    max_binary_mb: int = 64
+    apply_memory_mb: int = 2048
     readonly_root: bool = True  # as root: everything but the build directories mounted read-only
 
 

@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+# An entry is read up to this many bytes and no further: a gzip mbox of 1 MB can hold one entry
+# of 1 GiB, which would otherwise sit in memory whole before its size is checked. Beyond it the
+# first MAX_ENTRY_BYTES + 1 bytes stand for the entry (the rest is skipped while decompressing),
+# over any sane [ingest] max_message_bytes, so it is quarantined with its headers kept.
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
 # mboxrd escapes any "From " line in a body as ">From ", ">>From " ...; unescape one level.
 _MBOXRD_ESCAPED = re.compile(rb"^>(>*From )", re.MULTILINE)
 
@@ -59,7 +64,7 @@ def iter_mbox(path: str | Path) -> Iterator[RawMail]:
         if not head:
             return
         if head != b"From ":
-            yield RawMail(head + fh.read(), f"file:{path}")
+            yield RawMail(head + fh.read(MAX_ENTRY_BYTES + 1 - len(head)), f"file:{path}")
             return
         for index, chunk in enumerate(_split(fh, head), start=1):
             yield RawMail(_message_of(chunk), f"mbox:{path}#{index}")
@@ -122,17 +127,27 @@ def split_mbox_bytes(data: bytes) -> Iterator[bytes]:
             yield message
 
 
-def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22) -> Iterator[bytes]:
-    """Each mbox entry, From_ line included, as bytes."""
+def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22,
+           limit: int = MAX_ENTRY_BYTES) -> Iterator[bytes]:
+    """Each mbox entry, From_ line included, as bytes; one over `limit` as its first
+    `limit` + 1 bytes, the rest skipped as it is read."""
     buf = head
+    skipping = False  # the rest of an entry over the limit
     while chunk := fh.read(size):
         buf += chunk
         start = 0
         while (i := buf.find(b"\nFrom ", start + 1)) >= 0:
-            yield buf[start : i + 1]
+            if not skipping:
+                yield buf[start : i + 1]
+            skipping = False
             start = i + 1
         buf = buf[start:]
-    if buf:
+        if not skipping and len(buf) > limit:
+            yield buf[: limit + 1]
+            skipping = True
+        if skipping:
+            buf = buf[-6:]  # enough to find a separator split between two reads
+    if buf and not skipping:
         yield buf
 
 

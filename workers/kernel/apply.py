@@ -7,21 +7,29 @@ run on the same tree (runs on one tree hold a lock, so any worktree found is sta
 patched commit survives as `refs/lorelab/<name>`.
 
 Patch paths are checked before git sees the mbox: no absolute paths, no `..`, nothing under
-`.git/`.
+`.git/`; and so are the sizes of the files its binary hunks make (workers.kernel.binary_patch).
+git am itself runs outside the sandbox (it runs nothing from the patch), but in a cgroup of its
+own with a memory limit (workers.kernel.job_cgroup) and RLIMIT_FSIZE, so that what the checks
+miss costs a bounded amount.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import re
+import resource
 import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bot.git import run_git
+from bot.git import git_env, run_git
 from bot.runs.records import Conflict
+from workers.kernel.binary_patch import binary_hunks
+from workers.kernel.job_cgroup import JobCgroup, make_job_cgroup
 
 MAX_HUNK_CHARS = 4000  # of conflict text kept per file
 
@@ -78,6 +86,50 @@ def check_patch_paths(mbox: bytes) -> None:
             raise UnsafePatch(f"patch names a path under .git: {path}")
 
 
+def check_binary_sizes(mbox: bytes, max_bytes: int) -> None:
+    """Raise UnsafePatch when the binary hunks of `mbox` make more than `max_bytes` in all
+    (or inflate to more than that), before anything is inflated."""
+    total = 0
+    for hunk in binary_hunks(mbox):
+        total += max(hunk.result_bytes, hunk.data_bytes)
+        if total > max_bytes:
+            raise UnsafePatch(
+                f"patch carries binary files of more than {max_bytes >> 20} MiB once inflated "
+                f"(a {hunk.kind} hunk of {max(hunk.result_bytes, hunk.data_bytes)} bytes); "
+                "not applied: send it as a link, or raise [build] max_binary_mb")
+
+
+def _limit_git(cgroup: JobCgroup, max_file_bytes: int) -> None:  # in the child before exec
+    cgroup.join()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_am(worktree: Path, mbox: bytes, memory_mb: int, max_file_mb: int
+           ) -> subprocess.CompletedProcess[bytes]:
+    """`git am -3` of `mbox` in `worktree` within `memory_mb` of memory (a cgroup of its own)
+    and files of at most `max_file_mb`; a limit that stopped it is said in its stderr."""
+    cgroup = make_job_cgroup(max_processes=256, memory_mb=memory_mb, cpus=1)
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(worktree), "am", "-3", "--keep-cr", "--quiet"], input=mbox,
+            capture_output=True, env=git_env(COMMITTER),
+            preexec_fn=functools.partial(_limit_git, cgroup, max_file_mb << 20))  # noqa: PLW1509
+        hit = cgroup.hit()
+        if hit == "memory" or proc.returncode == -9:
+            proc.stderr += (f"\nlorelab: git am exceeded its memory limit ({memory_mb} MiB): "
+                            "the patch makes files too big to apply\n").encode()
+        elif proc.returncode in (-25, 128 + 25):  # SIGXFSZ
+            proc.stderr += (f"\nlorelab: git am exceeded its file size limit ({max_file_mb} MiB)"
+                            "\n").encode()
+        if "memory" in cgroup.missing:
+            proc.stderr += (f"\nlorelab: no memory cgroup on this host ({cgroup.reason}): "
+                            "git am ran without a memory limit\n").encode()
+        return proc
+    finally:
+        cgroup.remove()
+
+
 @contextlib.contextmanager
 def tree_lock(lock_dir: Path, tree_name: str) -> Iterator[None]:
     """Runs on one tree take turns (worktree bookkeeping is per repository)."""
@@ -117,10 +169,13 @@ _NOT_APPLYING = re.compile(r"^error: (?:patch failed: (\S+?):\d+|(\S+): patch do
 
 
 def apply_mbox(
-    repo: Path, work_dir: Path, tree_name: str, name: str, base: str, mbox: bytes
+    repo: Path, work_dir: Path, tree_name: str, name: str, base: str, mbox: bytes,
+    *, max_binary_mb: int = 64, memory_mb: int = 2048, max_file_mb: int = 2048,
 ) -> ApplyResult:
-    """`git am -3` of `mbox` on `base` in a fresh worktree; the result, the worktree gone."""
+    """`git am -3` of `mbox` on `base` in a fresh worktree; the result, the worktree gone.
+    UnsafePatch for a path outside the tree or binary files over `max_binary_mb`."""
     check_patch_paths(mbox)
+    check_binary_sizes(mbox, max_binary_mb << 20)
     worktrees = work_dir / "worktrees" / tree_name
     with tree_lock(work_dir / "locks", tree_name):
         prune_stale_worktrees(repo, worktrees)
@@ -128,8 +183,7 @@ def apply_mbox(
         path = worktrees / name
         run_git(repo, "worktree", "add", "--detach", "--quiet", str(path), base)
         try:
-            am = run_git(path, "am", "-3", "--keep-cr", "--quiet", input=mbox, check=False,
-                         env=COMMITTER)
+            am = run_am(path, mbox, memory_mb, max_file_mb)
             output = (am.stdout + am.stderr).decode(errors="replace")
             if am.returncode == 0:
                 patched = run_git(path, "rev-parse", "HEAD").stdout.decode().strip()

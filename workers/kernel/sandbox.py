@@ -9,12 +9,17 @@ What is enforced, on every build:
   URL) is passed on, and a new PID namespace hides the worker's /proc/PID/environ;
 - limits: RLIMIT_CPU, RLIMIT_AS and RLIMIT_FSIZE on every process of the build (inherited, so
   per process, not a total), no core files, a wall-clock timeout that kills the whole
-  namespace, and at most `max_log_bytes` of output kept (the beginning and the end);
+  namespace, and at most `max_log_bytes` of output kept (the beginning and the end); a cgroup
+  of the job's own (`workers.kernel.job_cgroup`: pids.max, a memory limit, a CPU quota), where
+  a fork bomb is killed as soon as it meets pids.max; a watcher that kills the job when its
+  `disk` directories hold more than `max_disk_mb`. `SandboxResult.limit` says which limit
+  stopped it, and the output says so too (and names any cgroup limit the host could not give);
 When the mount namespace works (as root, or with user namespaces), also:
-- read-only filesystem: every mount but the writable directories, /proc, /sys/fs/cgroup (where
-  benchmarks make their memcg) and /dev is remounted read-only inside the namespace, so a
-  build can write only its O= directory, its temporary directory and ccache; /proc/sys and
-  /proc/sysrq-trigger are read-only too (root could write core_pattern or uevent_helper, which
+- read-only filesystem: every mount but the writable directories, /proc and /dev is remounted
+  read-only inside the namespace, so a build can write only its O= directory, its temporary
+  directory and ccache; /proc/sys, /proc/sysrq-trigger and /sys are read-only too, and so is
+  the cgroup tree but for the job's own cgroup, mounted over its hierarchy (where benchmarks
+  make their memcg) (root could write core_pattern or uevent_helper, which
   run a program of its choosing outside the sandbox, whatever its capabilities);
 - hidden secrets: below every place `secret_roots` names (homes, /root, /tmp, /run, /var,
   /boot, /mnt, /media, host and TLS keys and password hashes in /etc, lorelab's data and
@@ -31,10 +36,13 @@ When the mount namespace works (as root, or with user namespaces), also:
 What is not enforced: the build still runs with our uid (root here), so it can read anything
 our uid may read outside those places (other secrets in /etc, /srv or /opt; the repository
 it was given, remote URLs with tokens in its .git/config included; our kernel keyrings;
-SysV shared memory, as no IPC namespace is made) and write the cgroup tree; a file created in
-a directory leading to a kept path after the job started is not hidden; it can use all CPUs
-and fill the writable directories up to the disk's free space. Without a mount namespace
-(`userns+netns`) nothing is hidden and the filesystem is as writable as for our uid.
+SysV shared memory, as no IPC namespace is made); a file created in a directory leading to a
+kept path after the job started is not hidden; the disk watcher looks four times a second, so
+a job may write past `max_disk_mb` by what it writes in that time (RLIMIT_FSIZE bounds each
+file), and directories not in `disk` (ccache, bounded by its own max_size) are not counted.
+Without a mount namespace (`userns+netns`) nothing is hidden, the filesystem is as writable as
+for our uid, and so is the cgroup tree; without cgroups (not root, no delegated subtree) there
+is no process limit and no total memory or CPU limit, and the output says so.
 """
 
 from __future__ import annotations
@@ -56,10 +64,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import data_dir, default_config_path
+from workers.kernel.job_cgroup import JobCgroup, make_job_cgroup
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 ENV_ALLOWED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "CCACHE_DIR",
-               "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "KBUILD_BUILD_TIMESTAMP",
+               "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CCACHE_READONLY", "CCACHE_NOSTATS",
+               "CCACHE_TEMPDIR", "KBUILD_BUILD_TIMESTAMP",
                "KBUILD_BUILD_USER", "KBUILD_BUILD_HOST", "SOURCE_DATE_EPOCH")
 
 
@@ -93,10 +103,13 @@ class SandboxError(RuntimeError):
 @dataclass(frozen=True)
 class Limits:
     cpu_seconds: int = 4 * 3600
-    memory_mb: int = 4096
-    wall_seconds: float = 3 * 3600
+    memory_mb: int = 4096  # RLIMIT_AS of each process, and the job cgroup's memory limit
+    wall_seconds: float = 3600
     max_file_mb: int = 2048
     max_log_bytes: int = 4 * 1024 * 1024
+    max_processes: int = 2048  # pids.max of the job cgroup: a fork bomb stops here
+    max_disk_mb: int = 20480  # of the watched directories (`disk`); beyond, the job is killed
+    cpus: float = 0  # the job cgroup's CPU quota in CPUs; 0: every CPU
 
 
 @dataclass(frozen=True)
@@ -107,6 +120,9 @@ class SandboxResult:
     timed_out: bool
     seconds: float
     isolation: str  # how it was isolated, for the record
+    # The limit that stopped the job: "process", "disk", "memory", "wall", or None.
+    limit: str | None = None
+    peak_processes: int | None = None  # the most processes it had at once (pids.peak)
 
 
 _PROBES = (
@@ -257,7 +273,14 @@ def _fstab_escape(path: str) -> str:
     return path
 
 
-# Inside the new mount namespace (only this namespace sees it), when asked for: keep the
+# Inside the new mount namespace, first: each `binds` directory over its place (a build's own
+# copy of the base objects where the base build had them, so that every path is the same), and
+# the job's own cgroup over each cgroup hierarchy it has one in (the job sees only its own
+# subtree there; see _CONFINE_SCRIPT).
+_BIND_SCRIPT = r"""
+for pair in $LORELAB_BINDS; do mount --bind "${pair%%=*}" "${pair#*=}"; done
+"""
+# Then (only this namespace sees it), when asked for: keep the
 # writable directories writable (bind mounts of themselves), then remount every other mount
 # read-only.
 _READONLY_SCRIPT = r"""
@@ -271,7 +294,9 @@ done
 """
 # Always: root may write the kernel's knobs whatever its capabilities (core_pattern and
 # uevent_helper run a program of its choosing outside the sandbox), so /proc/sys and /sys are
-# read-only but for the cgroup tree, where benchmarks make their memcg. Then hide: stdin is
+# read-only, the cgroup tree too (a job could freeze another cgroup or move itself to the root)
+# but for the job's own cgroup, bound over its hierarchy's mount point (LORELAB_CGROUPS), where
+# benchmarks make their memcg. Then hide: stdin is
 # `mount_table`, mounted by one `mount -a` (a `mount` per path costs a millisecond each); a
 # path that vanished since it was listed fails to mount, so only a path that still exists and
 # is not covered stops the job. Last, drop every capability but CAP_NET_ADMIN (memcached.sh
@@ -283,8 +308,9 @@ for knob in /proc/sys /proc/sysrq-trigger; do
   mount --bind "$knob" "$knob"
   mount -o remount,bind,ro "$knob"
 done
-awk '{print $2}' /proc/self/mounts | while read -r mp; do
-  case "$mp" in /sys/fs/cgroup|/sys/fs/cgroup/*) continue ;; /sys|/sys/*) ;; *) continue ;; esac
+awk '{print $2}' /proc/self/mounts | sort -u | while read -r mp; do
+  case "$mp" in /sys|/sys/*) ;; *) continue ;; esac
+  case " $LORELAB_CGROUPS " in *" $mp "*) continue ;; esac
   mount -o remount,bind,ro "$mp" 2>/dev/null || true
 done
 mount -a -T /proc/self/fd/0 2>/dev/null || true
@@ -299,7 +325,7 @@ while IFS= read -r escaped; do
     exit 1
   fi
 done
-unset LORELAB_WRITABLE
+unset LORELAB_WRITABLE LORELAB_BINDS LORELAB_CGROUPS
 exec setpriv --bounding-set=-all,+net_admin --inh-caps=-all --ambient-caps=-all \
   --no-new-privs -- "$@" </dev/null
 """
@@ -316,7 +342,8 @@ def minimal_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
-def _limit(limits: Limits) -> None:  # runs in the child before exec
+def _limit(limits: Limits, cgroup: JobCgroup) -> None:  # runs in the child before exec
+    cgroup.join()
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
     memory = limits.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -371,24 +398,46 @@ def run_sandboxed(
     env: Mapping[str, str],
     readable: Sequence[Path] = (),
     readonly_root: bool = True,
+    binds: Mapping[Path, Path] | None = None,
+    disk: Sequence[Path] | None = None,
 ) -> SandboxResult:
     """Run `argv` in `cwd` isolated as the module docstring says; `env` is the whole
     environment (see `minimal_env`). What the job needs under a secret root is `cwd`, the
-    `writable` directories and the `readable` paths (read-only); the rest is hidden. Raises
-    SandboxError when it cannot be isolated."""
+    `writable` directories and the `readable` paths (read-only); the rest is hidden. `binds`
+    maps a place the job sees to the directory it is (with a mount namespace; SandboxError
+    without). The `disk` directories (default: the writable ones, each bound one by its
+    source) may hold `limits.max_disk_mb` in all. Raises SandboxError when it cannot be
+    isolated."""
     name, prefix = isolation()
+    binds = {Path(k): Path(v) for k, v in (binds or {}).items()}
+    if binds and "mountns" not in name:
+        raise SandboxError(f"{name}: no mount namespace, so a build cannot get its own copy "
+                           "of the base objects; run the build worker as root or enable user "
+                           "namespaces")
     command = [*prefix]
     run_env = dict(env)
     table = ""
+    cgroup = make_job_cgroup(limits.max_processes, limits.memory_mb,
+                             limits.cpus or float(os.cpu_count() or 1))
+    notes = []
+    if cgroup.missing:
+        notes.append(f"lorelab: this host gives the job no cgroup limit for "
+                     f"{', '.join(cgroup.missing)} ({cgroup.reason}): those are not enforced")
     if "mountns" in name:
         if shutil.which("setpriv") is None:
+            cgroup.remove()
             raise SandboxError("setpriv (util-linux) is not installed: without it a build "
                                "running as root could undo the sandbox; install util-linux")
-        script = "set -e\n"
+        pairs = [*((str(source), str(place)) for place, source in binds.items()),
+                 *((str(job), str(mount)) for job, mount in cgroup.mounts.items())]
+        for path in [*(p for pair in pairs for p in pair), *map(str, writable)]:
+            if " " in path or "=" in path:
+                cgroup.remove()
+                raise SandboxError(f"{path}: a space or '=' in a sandbox directory's path")
+        run_env["LORELAB_BINDS"] = " ".join(f"{source}={place}" for source, place in pairs)
+        run_env["LORELAB_CGROUPS"] = " ".join(str(m) for m in cgroup.mounts.values())
+        script = "set -e\n" + _BIND_SCRIPT
         if readonly_root:
-            for path in writable:
-                if " " in str(path):
-                    raise SandboxError(f"writable directory {path} has a space in its path")
             run_env["LORELAB_WRITABLE"] = " ".join(str(Path(p).resolve()) for p in writable)
             script += _READONLY_SCRIPT
             name += "+readonly-root"
@@ -396,47 +445,112 @@ def run_sandboxed(
                                          [*readable, *writable, cwd, *map(Path, DEVICES)]))
         command += ["sh", "-c", script + _CONFINE_SCRIPT, "lorelab-sandbox"]
         name += "+secrets-hidden+no-capabilities"
+    elif cgroup.limited:
+        notes.append("lorelab: no mount namespace: the job can write the cgroup tree")
+    if cgroup.limited:
+        name += "+cgroup(" + ",".join(sorted(cgroup.limited)) + ")"
     command += list(argv)
+    watched = list(disk) if disk is not None else [binds.get(Path(p), Path(p))
+                                                   for p in writable]
     started = time.monotonic()
     capture = _CappedOutput(limits.max_log_bytes)
-    with tempfile.TemporaryFile() as stdin:  # the mount table, read in the namespace
-        stdin.write(table.encode("utf-8", "surrogateescape"))
-        stdin.seek(0)
-        proc = subprocess.Popen(
-            command, cwd=cwd, env=run_env, stdin=stdin if table else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=functools.partial(_limit, limits),  # noqa: PLW1509 - no threads in the child
-        )
-    assert proc.stdout is not None
-
-    def pump() -> None:
-        for chunk in iter(lambda: proc.stdout.read1(65536), b""):  # type: ignore[union-attr]
-            capture.add(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    expired = threading.Event()
-
-    def kill() -> None:
-        expired.set()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the namespace's init dies, and the rest too
-
-    # A timer, not wait(timeout=...): that polls with sleeps of up to 50 ms per call.
-    timer = threading.Timer(limits.wall_seconds, kill)
-    timer.start()
+    for note in notes:
+        capture.add(note.encode() + b"\n")
     try:
-        proc.wait()
+        with tempfile.TemporaryFile() as stdin:  # the mount table, read in the namespace
+            stdin.write(table.encode("utf-8", "surrogateescape"))
+            stdin.seek(0)
+            proc = subprocess.Popen(
+                command, cwd=cwd, env=run_env, stdin=stdin if table else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=functools.partial(_limit, limits, cgroup),  # noqa: PLW1509 - no threads in the child
+            )
+        assert proc.stdout is not None
+
+        def pump() -> None:
+            for chunk in iter(lambda: proc.stdout.read1(65536), b""):  # type: ignore[union-attr]
+                capture.add(chunk)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        stopped: list[str] = []  # the limit that stopped the job, first one wins
+        done = threading.Event()
+
+        def kill(limit: str) -> None:
+            stopped.append(limit)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the namespace's init dies, and the rest too
+            cgroup.kill_all()
+
+        def watch() -> None:
+            # Wakes every quarter second (or when the job ends); a timer, not wait(timeout=...),
+            # which polls with sleeps of up to 50 ms per call.
+            deadline = started + limits.wall_seconds
+            while not done.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    return kill("wall")
+                if cgroup.hit() == "process":
+                    return kill("process")
+                if limits.max_disk_mb and disk_usage(watched) > limits.max_disk_mb << 20:
+                    return kill("disk")
+            return None
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            proc.wait()
+        finally:
+            done.set()
+            watcher.join()
+        reader.join(timeout=10)
+        if not reader.is_alive():  # a grandchild may still hold the pipe: the reader owns it
+            proc.stdout.close()
+        limit = stopped[0] if stopped else cgroup.hit()
+        if limit is None and limits.max_disk_mb and \
+                disk_usage(watched) > limits.max_disk_mb << 20:
+            limit = "disk"  # filled between two looks and ended: still over
+        peak = cgroup.peak_processes()
     finally:
-        timer.cancel()
-    timed_out = expired.is_set()
-    reader.join(timeout=10)
-    if not reader.is_alive():  # a grandchild may still hold the pipe: then the reader owns it
-        proc.stdout.close()
+        cgroup.remove()
     output = capture.text()
-    if timed_out:
-        output += f"\nlorelab: killed after {limits.wall_seconds:.0f} s (wall-clock limit)\n"
+    if limit:
+        output += "\nlorelab: " + limit_message(limit, limits) + "\n"
     return SandboxResult(
         returncode=proc.returncode, output=output, truncated=capture.dropped > 0,
-        timed_out=timed_out, seconds=time.monotonic() - started, isolation=name,
+        timed_out=limit == "wall", seconds=time.monotonic() - started, isolation=name,
+        limit=limit, peak_processes=peak,
     )
+
+
+def limit_message(limit: str, limits: Limits) -> str:
+    """What stopped a job, in words: "killed: it exceeded its process limit (2048)"."""
+    what = {"wall": f"wall-clock limit ({limits.wall_seconds:.0f} s)",
+            "process": f"process limit ({limits.max_processes} processes)",
+            "disk": f"disk limit ({limits.max_disk_mb} MiB in its build directory)",
+            "memory": f"memory limit ({limits.memory_mb} MiB)"}[limit]
+    return f"killed: it exceeded its {what}"
+
+
+def disk_usage(paths: Iterable[Path]) -> int:
+    """Bytes of disk the files under `paths` take (st_blocks; a hard link counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    pending = [str(p) for p in paths]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(entry.path)
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total

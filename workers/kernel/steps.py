@@ -65,7 +65,9 @@ def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
         repo = Path(tree.path)
         choice = choose_base(tree, request, GitTreeLookup(repo, mbox))
         result = apply_mbox(repo, work_dir(settings), tree.key, f"run-{run_id}", choice.commit,
-                            mbox)
+                            mbox, max_binary_mb=settings.build.max_binary_mb,
+                            memory_mb=settings.build.apply_memory_mb,
+                            max_file_mb=settings.build.max_file_mb)
     except (PlanError, BaseNotFound, UnsafePatch, MboxError) as exc:
         raise StepFailed(str(exc)) from None
     record = ApplyRecord(
@@ -109,8 +111,11 @@ def _build(db: Database, settings: Settings, step_id: int) -> StepEnd:
     error = None
     if not result.ok:
         first = result.errors[0] if result.errors else None
-        error = "build failed" + (f": {first.location} {first.message}".rstrip()
-                                  if first else "")
+        if first is not None and first.message.startswith("build exceeded its"):
+            error = first.message  # a limit stopped it: its own fault, said as such
+        else:
+            error = "build failed" + (f": {first.location} {first.message}".rstrip()
+                                      if first else "")
     log = result.log
     if result.errors:
         log = "\n\n".join("\n".join(e.excerpt) for e in result.errors) + "\n\n[...]\n" + \

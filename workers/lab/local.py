@@ -6,7 +6,8 @@ the benchmark's `{kernel}` parameter. A program built from a patch is a stranger
 job runs in the build sandbox (workers.kernel.sandbox): no network but a loopback of its own, an
 environment of nothing but the allow-list, the filesystem read-only but for the job's own
 directories, the host's secrets hidden but for the programs and scripts in the job's command,
-resource limits, and the whole job killed at the timeout.
+resource limits (its own cgroup: processes, memory, CPU; a bounded job directory), and the
+whole job killed at the timeout.
 
 The job script (workers.lab.job) reads /proc/vmstat (and the benchmark memcg's memory.stat)
 around each run; the changes are recorded beside the results as `proc-vmstat.<name>` and
@@ -25,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.benchmarks.definition import Benchmark
-from workers.kernel.sandbox import Limits, SandboxError, minimal_env, run_sandboxed
+from workers.kernel.sandbox import (
+    Limits,
+    SandboxError,
+    limit_message,
+    minimal_env,
+    run_sandboxed,
+)
 from workers.lab.job import BootInfo, RunFailed, collect, job_script
 from workers.lab.machine import MACHINE_DIR, read_machine
 from workers.lab.pairs import Sample
@@ -68,17 +75,28 @@ class LocalRunner:
             return samples
 
 
+# A benchmark is a few processes (a stress tool's workers at most): far below this, a fork bomb
+# far above. Its results (and its scratch files, unless [lab] gives a scratch directory of its
+# own) fit in the disk limit.
+MAX_PROCESSES = 1024
+MAX_DISK_MB = 16384
+
+
 def _run(script: Path, work: Path, scratch: Path, readable: list[Path], timeout: float,
          name: str) -> None:
     limits = Limits(cpu_seconds=max(1, int(timeout)) * (os.cpu_count() or 1),
-                    memory_mb=_memory_mb(), wall_seconds=timeout, max_log_bytes=64 * 1024)
+                    memory_mb=_memory_mb(), wall_seconds=timeout, max_log_bytes=64 * 1024,
+                    max_processes=MAX_PROCESSES, max_disk_mb=MAX_DISK_MB)
     try:
         result = run_sandboxed(["sh", str(script)], cwd=work, writable=[work, scratch],
-                               readable=readable, limits=limits, env=minimal_env(work))
+                               readable=readable, limits=limits, env=minimal_env(work),
+                               disk=[work])  # a configured scratch may hold files already
     except SandboxError as exc:
         raise RunFailed(f"{name}: not run: {exc}") from None
     if result.timed_out:
         raise RunFailed(f"{name} timed out after {timeout:g} s")
+    if result.limit:
+        raise RunFailed(f"{name}: {limit_message(result.limit, limits)}")
 
 
 def _memory_mb() -> int:

@@ -137,7 +137,7 @@ def test_secrets_are_hidden_and_what_the_job_was_given_is_not(tmp_path, monkeypa
     assert "ssh=[]" in result.output and "data=[]" in result.output
     assert "all:" in result.output and "WROTE" in result.output
     assert (objdir / "built").exists()
-    assert result.isolation.endswith("+secrets-hidden+no-capabilities")
+    assert "+secrets-hidden+no-capabilities" in result.isolation
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to write in /root")
@@ -233,3 +233,24 @@ def test_hidden_paths_never_hides_the_system_and_caps_the_work(tmp_path):
     assert len(hidden_paths([big], [big / "tree"])) == 9_999
     with pytest.raises(SandboxError, match=f"9999 of them in {big}"):
         hidden_paths([big], [big / "tree"], limit=5000)
+
+
+@pytest.mark.skipif(not Path("/sys/fs/cgroup/pids").is_dir() or os.geteuid() != 0,
+                    reason="needs root and a cgroup v1 pids hierarchy (this lab host's)")
+def test_a_job_can_write_only_its_own_cgroup(tmp_path):
+    # Elsewhere in the tree it could freeze another cgroup, raise its limits or leave them.
+    # Its pids hierarchy's root is its own cgroup: moving there keeps it inside.
+    result = _run(tmp_path, "echo $$ > /sys/fs/cgroup/pids/cgroup.procs; "
+                            "echo 0 > /sys/fs/cgroup/memory/tasks; "
+                            "mkdir /sys/fs/cgroup/freezer/lorelab-probe || echo NO-FREEZER; "
+                            "mkdir /sys/fs/cgroup/cpuset/lorelab-probe || echo NO-CPUSET; "
+                            "echo 1 > /sys/fs/cgroup/unified/cgroup.procs || echo NO-V2; "
+                            "mkdir /sys/fs/cgroup/pids/mine && echo OWN-CGROUP; "
+                            "grep -E ':(pids|memory):' /proc/self/cgroup")
+    assert "NO-FREEZER" in result.output and "NO-CPUSET" in result.output
+    assert "NO-V2" in result.output and "OWN-CGROUP" in result.output
+    assert not Path("/sys/fs/cgroup/freezer/lorelab-probe").exists()
+    cgroups = [line for line in result.output.splitlines() if line[:1].isdigit()]
+    assert len(cgroups) == 2 and all("/lorelab-job-" in line for line in cgroups), cgroups
+    own = next(line for line in cgroups if ":pids:" in line).split(":", 2)[2]
+    assert not Path("/sys/fs/cgroup/pids" + own.split("/job/")[0]).exists()  # and it is gone
