@@ -170,6 +170,9 @@ class Message(Base):
     raw: Mapped[bytes] = mapped_column(CompressedMail)  # the RFC 822 bytes as received
     raw_size: Mapped[int] = mapped_column(Integer)
     ingested_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # A different mail under a Message-ID already stored (a forgery, or a client reusing ids) is
+    # kept too, as public-inbox keeps it: `msgid` is then a stand-in and this the id it claims.
+    claimed_msgid: Mapped[str | None] = mapped_column(String(998), index=True)
 
     lists: Mapped[list[MailingList]] = relationship(secondary="message_lists", lazy="selectin")
 
@@ -224,6 +227,9 @@ class SeriesVersion(Base):
     notes: Mapped[list[str]] = mapped_column(JSON, default=list)  # e.g. version mismatches
     date: Mapped[dt.datetime | None] = mapped_column(index=True)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # Different mails share one of its Message-IDs: the notes say which and what was chosen;
+    # when nothing tells the copies apart the version also counts as incomplete (not tested).
+    ambiguous: Mapped[bool] = mapped_column(Boolean, default=False)
 
     series: Mapped[Series] = relationship(back_populates="versions")
     cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])

@@ -24,6 +24,7 @@ from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.cursor import CursorKey, advance
 from bot.ingest.prepare import PreparedBatch, prepared_batches, quarantine_row
 from bot.ingest.sources import RawMail
+from bot.ingest.storable import storable_msgid
 from bot.ingest.store import IngestSummary, ListResolver, store_batch
 from bot.ingest.upkeep import StatisticsUpkeep
 
@@ -115,7 +116,7 @@ def store_steps(
             others += step.mail is None
             removal, skip = step.removal, step.skip
             if removal is not None and _record_once(
-                session, MessageRemoval, key, removal.commit, msgid=removal.msgid,
+                session, MessageRemoval, key, removal.commit, msgid=storable_msgid(removal.msgid),
                 list_name=key.list_name, reason=removal.reason,
             ):
                 summary.removals += 1

@@ -19,7 +19,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
-from bot.config import IngestSettings, ListSettings
+from bot.config import IngestSettings, ListSettings, PlanSettings
 from bot.db.session import Database
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.http import FetchError, HttpPolicy, fetch, gunzip, make_session
@@ -186,7 +186,8 @@ class LoreSource:
         return steps, backfilled
 
     def poll(
-        self, db: Database, settings: IngestSettings, known_lists: list[ListSettings] | None = None
+        self, db: Database, settings: IngestSettings, known_lists: list[ListSettings] | None = None,
+        max_age_days: int = PlanSettings.max_age_days,
     ) -> LiveSummary:
         """Read what is new and store it with the cursor; errors are recorded, then raised."""
         started = dt.datetime.now(dt.UTC)
@@ -194,7 +195,8 @@ class LoreSource:
             steps, _ = self.steps(load_position(db, self.key))
             summary = store_steps(db, steps, key=self.key, settings=settings,
                                   known_lists=known_lists)
-            context = fetch_missing_context(db, self, started, settings, known_lists)
+            context = fetch_missing_context(db, self, started, settings, known_lists,
+                                            max_age_days)
             summary.ingest.add(context.ingest)
         except Exception as exc:
             record_poll(db, self.key, f"{type(exc).__name__}: {exc}")

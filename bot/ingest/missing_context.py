@@ -3,6 +3,11 @@
 After a poll of a lore source, a series version the poll touched whose anchor (the cover letter,
 or the message its patches hang from) is not stored, or that is still incomplete, gets its
 thread downloaded from the same archive (`<URL>/<msgid>/t.mbox.gz`) and stored like any mail.
+So does the thread of a reply in the feed to a patch never seen (`Re: [PATCH ...]` in a thread
+holding no cover letter or patch): the first poll of a new list stores only the feed's newest
+25 or so messages, mostly such replies, and the open series are known from the start. Replies
+older than `[plan] max_age_days` are left alone (their series would not be planned), and a poll
+fetches at most `MAX_THREADS_PER_POLL` threads.
 Each thread is fetched at most once an hour: the times are kept in the source's cursor, so the
 limit holds across restarts too.
 """
@@ -16,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from bot.config import IngestSettings, ListSettings
-from bot.db.models import Message, SeriesVersion
+from bot.config import IngestSettings, ListSettings, PlanSettings
+from bot.db.models import Message, SeriesVersion, Thread
 from bot.db.session import Database
 from bot.ingest.cursor import load_position
 from bot.ingest.live import LiveSummary, Step, store_steps
 from bot.ingest.sources import RawMail
+from bot.mail.subject import parse_subject
 
 if TYPE_CHECKING:
     from bot.ingest.lore import LoreSource
@@ -44,6 +50,38 @@ def threads_missing_context(session: Session, since: dt.datetime) -> list[str]:
     return [anchor for anchor, complete, stored in rows if stored is None or not complete]
 
 
+def threads_of_unseen_patches(
+    session: Session, msgids: list[str], horizon: dt.datetime
+) -> list[tuple[str, str]]:
+    """(thread root, reply) for the threads to fetch for replies among `msgids` (the feed's
+    newest first) to patches never seen: replies dated after `horizon` whose thread holds no
+    cover letter or patch. One reply per thread, in the order of `msgids`."""
+    rows = session.execute(
+        sa.select(Message.msgid, Message.subject, Message.thread_id, Message.date,
+                  Thread.root_msgid)
+        .join(Thread, Thread.id == Message.thread_id)
+        .where(Message.msgid.in_(msgids), Message.reply.is_(True))
+    ).all()
+    replies = {
+        r.msgid: r for r in rows
+        if r.date is not None and r.date >= horizon and parse_subject(r.subject).patch
+    }  # fmt: skip
+    with_patches = set(
+        session.scalars(
+            sa.select(Message.thread_id).where(
+                Message.thread_id.in_({r.thread_id for r in replies.values()}),
+                Message.kind.in_(("cover", "patch")),
+            )
+        )
+    )
+    wanted: dict[str, str] = {}
+    for msgid in msgids:
+        reply = replies.get(msgid)
+        if reply is not None and reply.thread_id not in with_patches:
+            wanted.setdefault(reply.root_msgid, msgid)
+    return list(wanted.items())
+
+
 def due(wanted: list[str], fetched: dict[str, str], now: dt.datetime) -> list[str]:
     """Of `wanted`, those not fetched within the last hour."""
     recent = {
@@ -59,19 +97,27 @@ def fetch_missing_context(
     since: dt.datetime,
     settings: IngestSettings,
     known_lists: list[ListSettings] | None = None,
+    max_age_days: int = PlanSettings.max_age_days,
 ) -> LiveSummary:
-    """Download and store the threads the last poll left without their cover letters."""
+    """Download and store the threads the last poll left without their cover letters, and
+    those of the feed's replies to patches never seen."""
     now = dt.datetime.now(dt.UTC)
+    position = load_position(db, source.key)
     with db.session() as session:
-        wanted = threads_missing_context(session, since)
-    fetched: dict[str, str] = dict(load_position(db, source.key).get("context_fetched", {}))
-    todo = due(wanted, fetched, now)
+        # A thread by the message that names it, and the message to ask the archive for.
+        wanted = {a: a for a in threads_missing_context(session, since)}
+        horizon = now - dt.timedelta(days=max_age_days)
+        for root, reply in threads_of_unseen_patches(session, position.get("seen", []), horizon):
+            wanted.setdefault(root, reply)
+    fetched: dict[str, str] = dict(position.get("context_fetched", {}))
+    todo = due(list(wanted), fetched, now)
     steps: list[Step] = []
-    for msgid in todo:
+    for key in todo:
+        msgid = wanted[key]
         log.info("%s: fetching the thread of <%s> for missing context", source.url, msgid)
         for index, raw in enumerate(source.thread(msgid), start=1):
             steps.append(Step(mail=RawMail(raw, f"lore-thread:{source.url}/{msgid}#{index}")))
-        fetched[msgid] = now.isoformat()
+        fetched[key] = now.isoformat()
     if not todo:
         return LiveSummary()
     keep: dict[str, Any] = {

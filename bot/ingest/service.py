@@ -46,7 +46,11 @@ def poll_source(
     """One poll, logged; None when it failed (the error is on the cursor and in the log)."""
     started = time.monotonic()
     try:
-        summary = source.poll(db, settings.ingest, settings.lists)
+        if isinstance(source, LoreSource):
+            summary = source.poll(db, settings.ingest, settings.lists,
+                                  max_age_days=settings.plan.max_age_days)
+        else:
+            summary = source.poll(db, settings.ingest, settings.lists)
     except Exception as exc:  # noqa: BLE001 - one source failing must not stop the others
         log.error("%s %s: poll failed, will retry: %s", source.kind, source.key.location, exc)
         return None

@@ -3,28 +3,47 @@
 Each batch is one transaction: its messages, their threads and the series built from them are
 committed together or not at all, so a crash loses at most the batch in flight and re-reading
 it stores nothing twice (messages are unique by Message-ID, quarantined input by its sha256).
+
+No mail can fail a batch: every row first passes `bot.ingest.storable.make_storable` (what both
+databases can hold), and should a database still refuse one (a case the gate does not know), the
+batch is rolled back to a savepoint and stored mail by mail, the refused one quarantined with
+the database's words. A source therefore moves past any mail (issue 16, item 6).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+import zstandard
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 
 from bot.config import IngestSettings, ListSettings
-from bot.db.models import MailingList, Message, MessageList, QuarantinedMail, utcnow
+from bot.db.models import (
+    MailingList,
+    Message,
+    MessageList,
+    QuarantinedMail,
+    pack_mail,
+    utcnow,
+)
 from bot.db.session import Database
 from bot.ingest.collector import frozen_heap, no_collection
+from bot.ingest.copies import sort_out, threads_of_claimed
 from bot.ingest.prepare import PreparedBatch, has_review_trailers, prepared_batches
 from bot.ingest.sources import MboxFile, RawMail
+from bot.ingest.storable import clean_quarantine, clean_text, make_storable
 from bot.ingest.upkeep import StatisticsUpkeep
 from bot.series.assemble import update_series
+from bot.series.parts import thread_message
 from bot.series.threads import ThreadIndex
+from bot.series.unthreaded import is_unthreaded_part
 
 
 @dataclass
@@ -97,7 +116,8 @@ class ListResolver:
             return self.forced
         if not list_id_header:
             return None
-        return self.by_list_id.get(list_id_header, list_id_header.split(".", 1)[0])
+        # an unknown list is named by the first label of its List-Id, cut to what `lists` holds
+        return self.by_list_id.get(list_id_header, list_id_header.split(".", 1)[0][:200])
 
     def id_for(self, session: Session, name: str) -> int:
         if name not in self.ids:
@@ -187,20 +207,82 @@ def _message_insert(dialect: Dialect) -> _MessageInsert | None:
 
 
 def store_batch(session: Session, batch: PreparedBatch, *, lists: ListResolver) -> IngestSummary:
+    """Store a batch in the caller's transaction; a mail the database refuses is quarantined."""
+    for row in batch.messages:
+        make_storable(row)
+    for row in batch.quarantine:
+        clean_quarantine(row)
+    try:
+        with _savepoint(session):
+            return _store_rows(session, batch, lists)
+    except _refusals():
+        pass
+    lists.ids.clear()  # list rows made inside the savepoint are gone with it
+    summary = IngestSummary(read=batch.read)
+    for part in [PreparedBatch(quarantine=[row]) for row in batch.quarantine] + [
+        PreparedBatch(messages=[row]) for row in batch.messages
+    ]:
+        try:
+            with _savepoint(session):
+                summary.add(_store_rows(session, part, lists))
+        except _refusals() as exc:
+            lists.ids.clear()
+            with _savepoint(session):
+                summary.add(_store_rows(session, _refused(part, exc), lists))
+    return summary
+
+
+def _refusals() -> tuple[type[BaseException], ...]:
+    """What a database (or its driver, before sending) raises for a value it cannot store.
+    Not OperationalError: a lost connection or a lock is the poll's to retry, not the mail's."""
+    errors: tuple[type[BaseException], ...] = (
+        sa.exc.DataError, sa.exc.IntegrityError, OverflowError, UnicodeError,
+    )
+    psycopg = sys.modules.get("psycopg")  # loaded only when PostgreSQL is in use; COPY's own
+    if psycopg is not None:
+        errors += (psycopg.DataError, psycopg.IntegrityError)
+    return errors
+
+
+def _savepoint(session: Session) -> sa.orm.SessionTransaction:
+    """A savepoint inside the session's transaction. pysqlite opens a transaction only before
+    a write, so a SAVEPOINT first would start one that its RELEASE commits: begin it here."""
+    conn = session.connection()
+    if conn.dialect.name == "sqlite" and not conn.connection.driver_connection.in_transaction:
+        conn.exec_driver_sql("BEGIN")
+    return session.begin_nested()
+
+
+def _refused(part: PreparedBatch, exc: BaseException) -> PreparedBatch:
+    """A quarantine row for the one mail of `part` that the database refused."""
+    if part.quarantine:  # even the quarantine row was refused: keep its reason, not its text
+        row = dict(part.quarantine[0], raw=pack_mail(b""), truncated=True)
+        return PreparedBatch(quarantine=[row])
+    row = part.messages[0]
+    raw = zstandard.ZstdDecompressor().decompress(row["raw"])
+    cause = getattr(exc, "orig", None) or exc  # the driver's words, not SQLAlchemy's wrapping
+    said = (str(cause).strip().splitlines() or [""])[0]
+    reason = (f"the database refused to store message <{row['msgid'][:200]}> "
+              f"({type(cause).__name__}: {said[:300]}); a gap in lorelab's checks: "
+              "please report it")
+    return PreparedBatch(quarantine=[{
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "source": f"message <{row['msgid'][:200]}>",
+        "reason": clean_text(reason, "reason", []),
+        "raw": row["raw"],
+        "raw_size": len(raw),
+        "truncated": False,
+    }])
+
+
+def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> IngestSummary:
     summary = IngestSummary(read=batch.read)
     if batch.quarantine:
         _store_quarantine(session, batch.quarantine, summary)
 
-    rows: dict[str, dict] = {}
-    for row in batch.messages:
-        if row["msgid"] in rows:
-            summary.duplicates += 1
-        else:
-            rows[row["msgid"]] = row
-    existing = dict(
-        session.execute(sa.select(Message.msgid, Message.id).where(Message.msgid.in_(rows))).all()
-    )
-    summary.duplicates += len(existing)
+    # the same mail again is a duplicate; a different mail under a taken id is kept as a copy
+    rows, existing, twice = sort_out(session, batch.messages)
+    summary.duplicates += twice + len(existing)
     links: set[tuple[int, int]] = set()
     for msgid, message_id in existing.items():
         if name := lists.name_for(rows[msgid]["list_id_header"]):
@@ -209,7 +291,10 @@ def store_batch(session: Session, batch: PreparedBatch, *, lists: ListResolver) 
     new = [row for msgid, row in rows.items() if msgid not in existing]
     if new:
         related = [r for row in new for r in [*row["references"], row["in_reply_to"]] if r]
-        threads = ThreadIndex(session, [row["msgid"] for row in new], related)
+        # Series sent without threading headers: their parts find each other's threads.
+        candidates = (r for r in new if r["total"] > 1 and not r["in_reply_to"])
+        parts = [p for p in map(thread_message, candidates) if is_unthreaded_part(p)]
+        threads = ThreadIndex(session, [row["msgid"] for row in new], related, parts)
         for row in new:
             threads.assign(row["msgid"], row["in_reply_to"], row["references"])
         threads.store_new()
@@ -233,6 +318,8 @@ def store_batch(session: Session, batch: PreparedBatch, *, lists: ListResolver) 
             threads.thread_of[r["msgid"]] for r in new if r["kind"] in ("cover", "patch")
         }
         trailer_threads = {threads.thread_of[r["msgid"]] for r in new if has_review_trailers(r)}
+        if copies := [r for r in new if r["claimed_msgid"]]:
+            posting_threads |= threads_of_claimed(session, copies)
         assembled = update_series(session, posting_threads, trailer_threads)
         summary.series_created = assembled.series_created
         summary.series_updated = assembled.series_updated

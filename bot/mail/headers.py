@@ -67,10 +67,24 @@ def decode_bytes(data: bytes, codec: str) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), True
 
 
+# Header text decoded or parsed as addresses, per field: a Subject or From is a line or two, and
+# the stdlib's decoder costs quadratic time (80,000 encoded words in a 1.5 MB Subject: 11 s).
+HEADER_TEXT_CAP = 16 * 1024
+
+
+def cap_header(value: str, problems: list[str], field: str) -> str:
+    """`value`, cut to `HEADER_TEXT_CAP` characters (a note says so)."""
+    if len(value) <= HEADER_TEXT_CAP:
+        return value
+    problems.append(f"{field}: {len(value)} characters; only the first {HEADER_TEXT_CAP} read")
+    return value[:HEADER_TEXT_CAP]
+
+
 def decode_words(value: str, problems: list[str], field: str) -> str:
     """Decode RFC 2047 encoded words (`=?utf-8?q?...?=`); text without them is returned as is."""
     if "=?" not in value:
         return value
+    value = cap_header(value, problems, field)
     try:
         chunks = email.header.decode_header(value)
     except (email.errors.HeaderParseError, ValueError, AssertionError) as exc:
@@ -111,7 +125,7 @@ def parse_addresses(value: str | None, problems: list[str], field: str) -> list[
     """
     if not value or value.isspace():
         return []
-    addresses, notes = _address_list(value)
+    addresses, notes = _address_list(cap_header(value, problems, field))
     problems.extend(f"{field} {note}" for note in notes)
     return list(addresses)
 

@@ -20,6 +20,7 @@ import re
 from bot.mail.classify import classify
 from bot.mail.diff import scan_diff
 from bot.mail.headers import (
+    cap_header,
     decode_words,
     fold_whitespace,
     parse_addresses,
@@ -83,7 +84,9 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
     subject_value = first(headers, "subject")
     if subject_value is None:
         problems.append("Subject: missing")
-    subject = parse_subject(fold_whitespace(decode_words(subject_value or "", problems, "Subject")))
+    subject_text = cap_header(subject_value or "", problems, "Subject")
+    subject = parse_subject(fold_whitespace(decode_words(subject_text, problems, "Subject")))
+    problems.extend(subject.notes)
 
     body = extract_text(headers, raw, body_start, problems)
     scan = scan_diff(body)

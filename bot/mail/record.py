@@ -43,6 +43,7 @@ class Subject:
     rfc: bool
     resend: bool
     prefixes: tuple[str, ...]  # extra tags other than PATCH, vN, N/M, RFC, RESEND: e.g. mm-unstable
+    notes: tuple[str, ...] = ()  # what was not read as written (a version out of range), why
 
 
 @dataclass(frozen=True)

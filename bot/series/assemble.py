@@ -9,9 +9,8 @@ posting alone when nothing about it changed.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -20,18 +19,17 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, lazyload, selectinload
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
-from bot.series.grouping import Posting, ThreadMessage, group_postings, series_title
+from bot.series.grouping import Posting, group_postings, series_title
+from bot.series.parts import thread_message
+from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
 from bot.series.trailers import attribute_trailers
-
-# Patches sent with `git format-patch --no-thread` arrive as separate threads; numbered patches of
-# one author, version and size within this window are taken as one posting.
-LOOSE_WINDOW = dt.timedelta(hours=1)
 
 _POSTING_COLUMNS = (
     Message.id, Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
     Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
     Message.title, Message.prefixes, Message.base_commit, Message.change_id,
+    Message.claimed_msgid,
 )  # fmt: skip
 
 
@@ -70,24 +68,6 @@ def _posting_parts(session: Session, thread_ids: Iterable[int]) -> dict[int, lis
     return out
 
 
-def _as_thread_message(row: Any) -> ThreadMessage:
-    return ThreadMessage(
-        msgid=row.msgid,
-        in_reply_to=row.in_reply_to,
-        references=tuple(row.references or ()),
-        author=row.from_email,
-        author_name=row.from_name,
-        date=row.date,
-        kind=row.kind,
-        version=row.version,
-        version_explicit=row.version_explicit,
-        counter=row.counter,
-        total=row.total,
-        resend=row.resend,
-        title=row.title,
-    )
-
-
 class _Known:
     """What the database holds for a set of postings, fetched in a few queries up front, and
     what this run has added but not flushed yet. Per-posting queries made ingest ten times
@@ -96,6 +76,7 @@ class _Known:
     def __init__(self, session: Session, postings: list[Posting], rows: dict[str, Any]) -> None:
         self.new_series: dict[tuple[str, str], Series] = {}  # by ("change", id) or (title, author)
         self.pending: dict[str, SeriesVersion] = {}  # stored this run, by member message-id
+        self.claimed: set[int] = set()  # versions a posting of this run continues: kept
         anchors = [p.anchor for p in postings]
         member_ids = [rows[m].id for p in postings for m in p.members]
         self.by_anchor: dict[str, SeriesVersion] = {}
@@ -162,15 +143,23 @@ def update_series(
     touched: list[SeriesVersion] = []
     found: list[tuple[int, Posting]] = []
     rows: dict[str, Any] = {}
-    for thread_id, parts in _posting_parts(session, posting_threads).items():
+    by_thread = _posting_parts(session, posting_threads)
+    shared = shared_ids(session, by_thread)
+    not_taken: list[int] = []  # copies of a shared Message-ID that no posting takes
+    for thread_id, parts in by_thread.items():
+        parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
+        not_taken += dropped
         rows.update((r.msgid, r) for r in parts)
-        found += [(thread_id, p) for p in group_postings(_as_thread_message(r) for r in parts)]
+        postings = group_postings(thread_message(r._mapping) for r in parts)
+        note_postings(postings, notes)
+        found += [(thread_id, p) for p in postings]
     found = [(t, p) for t, p in found if p.patches]  # a cover letter alone is not a posting yet
     known = _Known(session, [p for _, p in found], rows)
     # One flush at the end, not one per posting: a flush costs a few statements however small.
     with session.no_autoflush:
-        for thread_id, posting in found:
-            version = _existing_version(session, posting, rows, known)
+        claims = _existing_versions(session, [p for _, p in found], rows, known)
+        known.claimed = {v.id for v in claims if v is not None}
+        for (thread_id, posting), version in zip(found, claims, strict=True):
             if version is not None and _unchanged(version, posting, rows):
                 continue
             created = version is None
@@ -180,6 +169,8 @@ def update_series(
                 result.series_created += 1
             else:
                 result.series_updated += 1
+    for patch in session.scalars(sa.select(Patch).where(Patch.message_id.in_(not_taken))):
+        _remove_patch(session, patch, known)  # a copy placed before the other arrived
     _flush(session)
     trailer_versions = {v.id for v in touched}
     for chunk in _chunks(trailer_threads):
@@ -226,40 +217,45 @@ def _unchanged(version: SeriesVersion, posting: Posting, rows: dict[str, Any]) -
         and version.version == posting.version
         and {p.index: p.message_id for p in version.patches}
         == {i: rows[m].id for i, m in posting.patches.items()}
+        and version.notes == posting.notes  # a Message-ID found shared since
     )
 
 
-def _existing_version(
-    session: Session, posting: Posting, rows: dict[str, Any], known: _Known
-) -> SeriesVersion | None:
-    version = known.by_anchor.get(posting.anchor)
-    if version is not None:
-        return version
-    for msgid in posting.members:
-        version_id = known.version_of_message.get(rows[msgid].id)
-        if version_id is not None:
-            return session.get(SeriesVersion, version_id, options=[_PATCHES])
-    if posting.loose and posting.date is not None:
-        # Unthreaded patches: another part of the same posting may be in another thread.
-        _flush(session)
-        candidates = session.scalars(
-            sa.select(SeriesVersion)
-            .options(_PATCHES)
-            .where(
-                SeriesVersion.author_email == posting.author,
-                SeriesVersion.version == posting.version,
-                SeriesVersion.expected == posting.expected,
-                SeriesVersion.cover_message_id.is_(None),
-                SeriesVersion.complete.is_(False),
-                SeriesVersion.date.between(
-                    posting.date - LOOSE_WINDOW, posting.date + LOOSE_WINDOW
-                ),
-            )
-        )
-        for candidate in candidates:
-            if not {p.index for p in candidate.patches} & set(posting.patches):
-                return candidate
-    return None
+def _existing_versions(
+    session: Session, postings: list[Posting], rows: dict[str, Any], known: _Known
+) -> list[SeriesVersion | None]:
+    """The stored version each posting continues, each version continued by one posting at
+    most: the posting it is anchored by, else the one holding most of its messages. (A thread's
+    postings can be split anew when a part arrives: a series sent twice without threading.)"""
+    scores: list[tuple[tuple[bool, int], int, int]] = []  # (anchored, shared), posting, version
+    for index, posting in enumerate(postings):
+        anchored = known.by_anchor.get(posting.anchor)
+        shared = Counter(
+            v for m in posting.members
+            if (v := known.version_of_message.get(rows[m].id)) is not None
+        )  # fmt: skip
+        if anchored is not None:
+            scores.append(((True, shared[anchored.id]), index, anchored.id))
+        scores += [((False, n), index, v) for v, n in shared.items()]
+    chosen: list[int | None] = [None] * len(postings)
+    taken: set[int] = set()
+    for _, index, version_id in sorted(scores, key=lambda s: (s[0], -s[1]), reverse=True):
+        if chosen[index] is None and version_id not in taken:
+            chosen[index] = version_id
+            taken.add(version_id)
+    return [
+        None if v is None else session.get(SeriesVersion, v, options=[_PATCHES]) for v in chosen
+    ]
+
+
+def _anchor_for(posting: Posting, version: SeriesVersion | None, known: _Known) -> str:
+    """The posting's anchor, unless another version holds it: two threads hanging from one
+    missing message (different References), which once failed the batch on the unique
+    anchor. Its first patch names it then, as grouping names other postings hanging there."""
+    holder = known.by_anchor.get(posting.anchor)
+    if holder is None or holder is version:
+        return posting.anchor
+    return posting.patches[min(posting.patches)]
 
 
 def _store_posting(
@@ -272,7 +268,7 @@ def _store_posting(
 ) -> SeriesVersion:
     if version is None:
         version = SeriesVersion(
-            anchor_msgid=posting.anchor,
+            anchor_msgid=_anchor_for(posting, version, known),
             thread_id=thread_id,
             version=posting.version,
             title=posting.title,
@@ -282,20 +278,17 @@ def _store_posting(
         )
         session.add(version)
     # The anchor names the posting as it now stands: a cover letter that arrived late takes over.
-    version.anchor_msgid = posting.anchor
+    version.anchor_msgid = _anchor_for(posting, version, known)
+    known.by_anchor[version.anchor_msgid] = version
     cover = rows[posting.cover] if posting.cover else None
-    if cover is not None:
+    if cover is not None and version.cover_message_id != cover.id:
         version.cover_message_id = cover.id
+        _join_titled_series(session, version, cover.title, known)
     if version.thread_id is None:
         version.thread_id = thread_id
-    _place_patches(session, version, posting, rows, known)
     carrier = cover or rows[posting.patches[min(posting.patches)]]  # b4 writes base-commit there
-    indexes = {p.index for p in version.patches}
     version.version = posting.version
     version.title = posting.title or version.title
-    version.expected = max([posting.expected, *indexes])
-    version.received = len(indexes)
-    version.complete = all(i in indexes for i in range(1, version.expected + 1))
     version.rfc = any(rows[m].rfc for m in posting.members)
     version.resend = posting.resend
     version.prefixes = carrier.prefixes
@@ -307,6 +300,15 @@ def _store_posting(
     version.updated_at = utcnow()
     if version.series is None:
         version.series = _find_or_create_series(session, version, carrier, known)
+    # With its series: moving a patch here from another version flushes this one.
+    _place_patches(session, version, posting, rows, known)
+    indexes = {p.index for p in version.patches}
+    version.expected = max([posting.expected, *indexes])
+    version.received = len(indexes)
+    # a patch whose Message-ID other mails share, unresolved, is as good as missing
+    version.ambiguous = ambiguous(posting.notes)
+    version.complete = all(i in indexes for i in range(1, version.expected + 1)) and (
+        not unresolved(posting.notes))
     known.pending.update((m, version) for m in posting.members)
     series = version.series
     series.updated_at = utcnow()
@@ -321,6 +323,21 @@ def _store_posting(
     if version.change_id and not series.change_id:
         series.change_id = version.change_id
     return version
+
+
+def _join_titled_series(
+    session: Session, version: SeriesVersion, title: str, known: _Known
+) -> None:
+    """A cover letter that came after its patches names the version: when the series made for
+    the patches holds nothing else and the author has a series of that title, move it there."""
+    alone = version.series
+    if alone is None or len(alone.versions) != 1:
+        return
+    key = (title_key(title), version.author_email)
+    titled = known.new_series.get(key) or known.series_by_title.get(key)
+    if titled is not None and titled is not alone:
+        version.series = titled
+        session.delete(alone)
 
 
 def _place_patches(
@@ -342,7 +359,7 @@ def _place_patches(
                 .where(Patch.message_id == message_id)
             )
             if old is not None:
-                _remove_patch(session, old)
+                _remove_patch(session, old, known)
         if patch is not None:
             # The message that held this place is no longer part of this posting: forget where
             # it was, so that its own posting (later in this run) gets a version of its own.
@@ -353,11 +370,11 @@ def _place_patches(
         known.version_of_message.pop(message_id, None)
 
 
-def _remove_patch(session: Session, patch: Patch) -> None:
+def _remove_patch(session: Session, patch: Patch, known: _Known) -> None:
     owner = patch.version
     owner.patches.remove(patch)
     _flush(session)
-    if not owner.patches:
+    if not owner.patches and owner.id not in known.claimed:  # a claimed one gets patches next
         series = owner.series
         session.delete(owner)
         _flush(session)

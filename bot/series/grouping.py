@@ -18,6 +18,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    and RESEND flag, with the cover letter of that key that shares their parent or has no
    patches of its own. A stray without a counter (`[PATCH]`) is a posting of its own: a fix-up
    sent in reply to a numbered series is not its patch 1.
+5. Numbered parts sent with no threading headers at all (`git format-patch` without `--thread`;
+   `ThreadIndex` puts them in one thread) are split into postings by `unthreaded`: the cover
+   letter of the same author, prefix and hour takes them, and names the posting.
 
 `series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
@@ -25,51 +28,13 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.series import unthreaded
+from bot.series.parts import ThreadMessage, same_author
+
 _NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
-
-
-@dataclass(frozen=True)
-class ThreadMessage:
-    """What grouping needs to know of one stored message."""
-
-    msgid: str
-    in_reply_to: str | None
-    references: tuple[str, ...]
-    author: str  # lower-cased address
-    date: dt.datetime | None
-    kind: str  # a MessageKind value
-    version: int
-    version_explicit: bool
-    counter: int
-    total: int
-    resend: bool
-    title: str
-    author_name: str = ""  # the display name, as written
-
-    @property
-    def is_posting_part(self) -> bool:
-        return self.kind in ("cover", "patch")
-
-    def parents(self) -> list[str]:
-        """Ancestors, nearest first: In-Reply-To, then References from the end."""
-        out = [self.in_reply_to] if self.in_reply_to else []
-        out += [r for r in reversed(self.references) if r not in out and r != self.msgid]
-        return out
-
-    @functools.cached_property
-    def hook(self) -> str | None:
-        """The message this one was sent in reply to."""
-        parents = self.parents()
-        return parents[0] if parents else None
-
-    @property
-    def key(self) -> tuple[int, int, bool]:
-        """What the parts of one posting share besides their author: version, size, RESEND."""
-        return (self.version, self.total, self.resend)
 
 
 @dataclass
@@ -96,24 +61,6 @@ class Posting:
         return ([self.cover] if self.cover else []) + [
             self.patches[i] for i in sorted(self.patches)
         ]
-
-    @property
-    def loose(self) -> bool:
-        """No cover and no threading: `git format-patch --no-thread` sends such patches."""
-        return self.cover is None and self.expected > 1 and len(self.patches) < self.expected
-
-
-def same_author(a: ThreadMessage, b: ThreadMessage) -> bool:
-    """One person: the same address, or the same display name (a work and a home address)."""
-    if a.author == b.author:
-        return True
-    name = _plain_name(a.author_name)
-    return bool(name) and name == _plain_name(b.author_name)
-
-
-def _plain_name(name: str) -> str:
-    name = " ".join(name.strip("\"' ").lower().split())
-    return "" if "@" in name else name
 
 
 def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
@@ -148,10 +95,13 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     groups: dict[str, list[ThreadMessage]] = {}
     hanging: dict[str, list[list[ThreadMessage]]] = {}
     strays: list[list[ThreadMessage]] = []
+    unthreaded_chains: list[list[ThreadMessage]] = []
     for top, chain in chains.items():
         head = by_id[top]
         hook = head.hook
-        if head.kind == "cover" or hook is None:
+        if unthreaded.is_unthreaded_part(head):
+            unthreaded_chains.append(chain)
+        elif head.kind == "cover" or hook is None:
             groups[top] = chain
         elif hook not in by_id:
             _add_to_kin(hanging.setdefault(hook, []), chain)
@@ -159,6 +109,9 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
             _add_to_kin(strays, chain)
         else:
             groups[top] = chain
+    for group in unthreaded.split_postings(unthreaded_chains):  # rule 5
+        cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
+        groups[(cover or _first_patch(group)).msgid] = sorted(group, key=_by_date)
     for hook, kin_groups in hanging.items():
         # Rule 3; other kinds of postings hanging from the same message are named by their first
         # patch, so that a v1 and a v2 sent in reply to one missing cover letter stay apart.

@@ -3,6 +3,10 @@
 A thread is named by its root message-id, which may be a message never seen. When a message
 arrives that connects two threads (a parent that came late), the threads are merged.
 
+A series sent without threading headers (`git format-patch` without `--thread`) is one thread
+too: an unthreaded cover letter or patch joins the threads of its kin (`bot.series.unthreaded`),
+looked up among the stored messages of the same hour and the batch's own.
+
 Threads new in a batch get provisional ids, above every real one and in creation order, and are
 inserted together by `store_new` (one INSERT per new thread cost 6% of the ingest process); their
 real ids keep that order, so which thread survives a merge does not depend on it.
@@ -10,13 +14,17 @@ real ids keep that order, so which thread survives a merge does not depend on it
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread
+from bot.series import unthreaded
+from bot.series.parts import ThreadMessage, thread_message
 
 _PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
 
@@ -24,7 +32,14 @@ _PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
 class ThreadIndex:
     """Assigns threads to a batch of new messages, looking up known ones in the database."""
 
-    def __init__(self, session: Session, msgids: Sequence[str], related: Sequence[str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        msgids: Sequence[str],
+        related: Sequence[str],
+        unthreaded_parts: Sequence[ThreadMessage] = (),
+    ) -> None:
+        """`unthreaded_parts`: the batch's messages that `unthreaded.is_unthreaded_part`."""
         self.session = session
         wanted = set(msgids) | set(related)
         self.thread_of: dict[str, int] = {}
@@ -43,12 +58,23 @@ class ThreadIndex:
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
         self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
         self._next_id = itertools.count(_PROVISIONAL)
+        self.parts = {m.msgid: m for m in unthreaded_parts}
+        # Unthreaded parts with a thread (stored, or assigned in this batch), by prefix.
+        self.placed: dict[unthreaded.PrefixKey, list[ThreadMessage]] = defaultdict(list)
+        for part, thread_id in _stored_unthreaded(session, self.parts.values()):
+            self.thread_of.setdefault(part.msgid, thread_id)
+            self.placed[unthreaded.prefix_key(part)].append(part)
 
     def assign(self, msgid: str, in_reply_to: str | None, references: Sequence[str]) -> int:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
         found = {self.thread_of[r] for r in related if r in self.thread_of}
         found |= {self.by_root[r] for r in [msgid, *related] if r in self.by_root}
+        part = self.parts.get(msgid)
+        if part is not None:
+            kin = self.placed[unthreaded.prefix_key(part)]
+            found |= {self.thread_of[k.msgid] for k in kin if unthreaded.joins_threads(part, k)}
+            kin.append(part)
         if not found:
             root = references[0] if references else (in_reply_to or msgid)
             thread_id = next(self._next_id)
@@ -111,6 +137,40 @@ class ThreadIndex:
         self.touched.add(keep)
         self.merged -= others
         self.merged.add(keep)
+
+
+def _stored_unthreaded(
+    session: Session, parts: Iterable[ThreadMessage]
+) -> list[tuple[ThreadMessage, int]]:
+    """Stored unthreaded parts within `unthreaded.WINDOW` of `parts`, with their threads: one
+    query per stretch of time the parts cover (on the date index), the rest sorted out here."""
+    spans: list[list[dt.datetime]] = []
+    for date in sorted(p.date for p in parts if p.date is not None):
+        if spans and date - unthreaded.WINDOW <= spans[-1][1]:
+            spans[-1][1] = date + unthreaded.WINDOW
+        else:
+            spans.append([date - unthreaded.WINDOW, date + unthreaded.WINDOW])
+    found: list[tuple[ThreadMessage, int]] = []
+    for start, end in spans:
+        query = sa.select(*_PART_COLUMNS).where(
+            Message.date.between(start, end),
+            Message.in_reply_to.is_(None),
+            Message.kind.in_(("cover", "patch")),
+            Message.total > 1,
+        )
+        for row in session.execute(query):
+            part = thread_message(row._mapping)
+            if row.thread_id is not None and unthreaded.is_unthreaded_part(part):
+                found.append((part, row.thread_id))
+    return found
+
+
+_PART_COLUMNS = (
+    Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
+    Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
+    Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
+    Message.title, Message.prefixes,
+)  # fmt: skip
 
 
 def _chunks(items: list[str], size: int = 500) -> list[list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
 from bot.ingest.missing_context import REFETCH_AFTER, due
+from tests.series.mailing import msgs_id
 from tests.support.pi_server import LiveLorelab, PublicInbox, missing_reason
 
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
@@ -62,5 +64,51 @@ def test_cover_letter_outside_the_feed_is_fetched_with_its_thread(
     assert version["cover_message_id"] is not None  # fetched with the thread
     assert version["complete"]
     # The next poll does not fetch the thread again within the hour.
+    again = lorelab.json("ingest", "lore", pi.base_url, "--list", "linux-mm", "--once")
+    assert again["stored"] == 0 and again["duplicates"] == 0
+
+
+REVIEWER = ("Rita Reviewer", "rita@example.org")
+
+
+def test_the_first_poll_fetches_the_threads_of_replies_to_unseen_patches(
+    pi: PublicInbox, tmp_path: Path
+) -> None:
+    """A new list's feed holds only replies: to an open series, to one older than
+    `[plan] max_age_days` (14), and in a discussion. The open series is known after the first
+    poll; the old one and the discussion are not fetched."""
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    tree = make_tree(tmp_path / "linux")
+    open_series = make_series(tree, SeriesSpec(title="mm: open series", patches=3,
+                                               start_date=now - dt.timedelta(days=16)))
+    old = make_series(tree, SeriesSpec(title="mm: long ago", patches=2, cover=False,
+                                       author=("Bo", "bo@example.org"),
+                                       start_date=now - dt.timedelta(days=60)))
+    reviews = [make_reply(open_series[1 + i % 3], author=REVIEWER, body=f"Point {i}.",
+                          date=now - dt.timedelta(days=1, minutes=i)) for i in range(20)]
+    late = [make_reply(old[0], author=REVIEWER, body=f"Late note {i}.",
+                       date=now - dt.timedelta(days=15, minutes=i)) for i in range(3)]
+    discussion = (
+        "From: Bo <bo@example.org>\nTo: linux-mm@kvack.org\nSubject: kswapd wakeups on idle nodes"
+        f"\nDate: {email.utils.format_datetime(now - dt.timedelta(days=20))}\n"
+        "Message-ID: <question@example.org>\n\nWhy does kswapd wake up on an idle node?\n"
+    ).encode()
+    chat = [make_reply(discussion, author=REVIEWER, body=f"Chat {i}.",
+                       date=now - dt.timedelta(hours=2, minutes=i)) for i in range(2)]
+    mbox = tmp_path / "archive.mbox"
+    mbox.write_bytes(as_mbox([*old, *open_series, discussion, *late, *reviews, *chat]))
+    pi.import_mbox(mbox)
+    pi.start()
+
+    lorelab = LiveLorelab(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+    first = lorelab.json("ingest", "lore", pi.base_url, "--list", "linux-mm", "--once")
+    listed = lorelab.json("series", "list")
+    assert [s["title"] for s in listed] == ["mm: open series"]
+    (version,) = listed[0]["versions"]
+    assert version["cover_message_id"] == msgs_id(open_series[0])
+    assert version["complete"]
+    # The feed's 25 and the open series' thread (its cover letter and patches); nothing else.
+    assert first["stored"] == 25 + 4
+    # The next poll fetches nothing again.
     again = lorelab.json("ingest", "lore", pi.base_url, "--list", "linux-mm", "--once")
     assert again["stored"] == 0 and again["duplicates"] == 0

@@ -95,3 +95,40 @@ def test_series_title_prefers_the_newest_cover_letter():
     assert series_title([v1, v2, (3, True, None, "mm: renamed")]) == "mm: renamed"
     assert series_title([v2]) == "mm/vmscan: one patch of it"
     assert series_title([]) == ""
+
+
+def unthreaded(prefix: str, n: int, start: dt.datetime, **kw) -> list[ThreadMessage]:
+    """`git format-patch` without `--thread`: a cover letter and n patches a second apart,
+    none replying to anything."""
+    made = [cover(f"{prefix}0", n, **kw)] + [msg(f"{prefix}{i}", counter=i, total=n, **kw)
+                                            for i in range(1, n + 1)]
+    return [dataclasses.replace(m, date=start + dt.timedelta(seconds=i))
+            for i, m in enumerate(made)]
+
+
+def test_unthreaded_sends_are_split_by_number_and_date_in_any_order():
+    """Sent, then sent again 20 minutes later, then a series of another size and one of
+    another tree: four postings, each named by its cover letter, whatever the order."""
+    first = unthreaded("a", 3, START)
+    again = unthreaded("b", 3, START + dt.timedelta(minutes=20))
+    pair = unthreaded("c", 2, START + dt.timedelta(seconds=1))
+    tagged = [dataclasses.replace(m, prefixes=("mm-hotfixes",))
+              for m in unthreaded("d", 3, START + dt.timedelta(seconds=2))]
+    expected = sorted((1, p[0].msgid, [m.msgid for m in p])
+                      for p in (first, again, pair, tagged))
+    for seed in range(6):
+        thread = first + again + pair + tagged
+        random.Random(seed).shuffle(thread)
+        assert sorted(found(thread)) == expected
+
+
+def test_unthreaded_parts_an_hour_apart_or_out_of_order_are_not_one_posting():
+    parts = unthreaded("a", 3, START)
+    late = dataclasses.replace(parts[3], date=START + dt.timedelta(hours=2))
+    assert found([*parts[:3], late]) == [(1, "a0", ["a0", "a1", "a2"]), (1, None, ["a3"])]
+    # Patch 2 sent by hand five minutes before the cover letter and patch 1: the same send;
+    # half an hour before, another one.
+    early = dataclasses.replace(parts[2], date=START - dt.timedelta(minutes=5))
+    assert found([parts[0], parts[1], early]) == [(1, "a0", ["a0", "a1", "a2"])]
+    earlier = dataclasses.replace(parts[2], date=START - dt.timedelta(minutes=30))
+    assert found([parts[0], parts[1], earlier]) == [(1, None, ["a2"]), (1, "a0", ["a0", "a1"])]

@@ -1,0 +1,100 @@
+"""Two different mails under one Message-ID: both kept, neither silently taken for the other.
+
+A Message-ID is whatever the sender wrote, so anyone can send a mail that reuses a patch's id.
+Before issue 16 (item 8) the first to arrive was stored and the other counted as a duplicate:
+a forged copy sent first was what got applied and built. public-inbox keeps both and serves
+both; so does lorelab. A mail whose id is taken is the same mail when what a reader sees of it
+is the same (`KEY_COLUMNS`: sender, subject, date, the diff's fingerprint, the trailers), which
+is what tells a re-read or a copy from another archive (other Received headers) from a
+different mail. A different one is stored as a *copy*: under a stand-in id derived from its
+content (`<sha256@copy.lorelab.invalid>`, the same on every re-read, so a rerun stores it once)
+with `claimed_msgid` naming the id it carries. Which copy a series takes is decided by
+`bot.series.shared_ids`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from bot.db.models import Message
+
+KEY_COLUMNS = ("from_email", "subject", "date", "patch_fingerprint", "trailers")
+COPY_DOMAIN = "copy.lorelab.invalid"
+
+
+def content_key(values: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a reader sees of a mail: equal for the same mail however it reached us."""
+    date = values["date"]
+    return (values["from_email"], values["subject"], date.isoformat() if date else None,
+            values["patch_fingerprint"], [list(t) for t in values["trailers"] or ()])
+
+
+def as_copy(row: dict[str, Any]) -> None:
+    """Make a message row a copy: stored under a stand-in id, claiming the one it carries."""
+    claimed = row["msgid"]
+    digest = hashlib.sha256(repr((claimed, content_key(row))).encode("utf-8", "replace"))
+    row["claimed_msgid"] = claimed
+    row["msgid"] = f"{digest.hexdigest()[:40]}@{COPY_DOMAIN}"
+    row["problems"] = [*row["problems"], f"Message-ID <{claimed[:200]}> is already taken by a "
+                       f"different mail; this one is kept as <{row['msgid']}>"]
+
+
+def sort_out(session: Session, messages: Iterable[dict[str, Any]]
+             ) -> tuple[dict[str, dict[str, Any]], dict[str, int], int]:
+    """(the batch's rows by msgid, stored ones included, copies made where a different mail
+    holds the id; the ids of those already stored; how many were the same mail twice in the
+    batch)."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for row in messages:
+        row.setdefault("claimed_msgid", None)
+        by_id.setdefault(row["msgid"], []).append(row)
+    columns = [getattr(Message, c) for c in KEY_COLUMNS]
+    stored = {hit.msgid: hit for hit in session.execute(
+        sa.select(Message.msgid, Message.id, *columns).where(Message.msgid.in_(by_id))
+    )}
+    rows: dict[str, dict[str, Any]] = {}
+    existing: dict[str, int] = {}
+    copies: list[str] = []
+    twice = 0
+    for msgid, group in by_id.items():
+        hit = stored.get(msgid)
+        holder = content_key(hit._mapping) if hit is not None else None  # who holds the id
+        for row in group:
+            key = content_key(row)
+            if holder is None:
+                holder = key
+                rows[msgid] = row
+            elif key == holder:
+                if hit is not None and msgid not in existing:
+                    existing[msgid] = hit.id  # stored before: the caller counts it
+                    rows[msgid] = row
+                else:
+                    twice += 1
+            else:
+                as_copy(row)
+                if row["msgid"] in rows:
+                    twice += 1
+                else:
+                    rows[row["msgid"]] = row
+                    copies.append(row["msgid"])
+    if copies:  # a copy stored before is a duplicate like any other
+        existing.update((msgid, id_) for msgid, id_ in session.execute(
+            sa.select(Message.msgid, Message.id).where(Message.msgid.in_(copies))
+        ))
+    return rows, existing, twice
+
+
+def threads_of_claimed(session: Session, copies: list[dict[str, Any]]) -> set[int]:
+    """The threads of the mails whose ids `copies` claim: their series are ambiguous now."""
+    claimed = {row["claimed_msgid"] for row in copies}
+    found = session.scalars(
+        sa.select(Message.thread_id).where(
+            Message.msgid.in_(claimed) | Message.claimed_msgid.in_(claimed)
+        )
+    )
+    return {t for t in found if t is not None}

@@ -1,0 +1,136 @@
+"""The gate every row passes before it is stored: what both databases can hold.
+
+A crafted mail must not be able to stop ingest. PostgreSQL refuses a NUL character in any text
+(also inside JSON), a string longer than its column's `String(n)` and an integer outside 32
+bits; SQLite refuses an integer outside 64 bits; both refuse a lone surrogate (`\\udcxx`, which
+decoding RFC 2047 words can produce). Any of these made the whole batch fail, and every rerun
+and every later poll of the source fail the same way (issue 16, item 6). So each message row is
+checked against its table's columns, read from the model, and whatever does not fit is changed
+to what does, with a note in the message's `problems`; the mail itself is kept as received.
+
+- text: lone surrogates and NUL become U+FFFD; a string longer than its column is cut;
+- Message-IDs (`msgid`, `in_reply_to`, every `references` entry) are identities, so they are
+  not cut: one longer than `MSGID_MAX` (RFC 5322's 998-character line) is replaced by
+  `<sha256-prefix@long-id.lorelab.invalid>`, the same for every mail that names it, so that
+  replies to it still thread under it;
+- an integer outside 32 bits is set to the nearest bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import orjson
+from sqlalchemy import JSON, Integer, String
+
+from bot.db.models import Message
+
+MSGID_MAX = 998  # RFC 5322 caps a line at 998 characters, and the msgid columns at that
+LONG_ID_DOMAIN = "long-id.lorelab.invalid"
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1  # PostgreSQL's INTEGER, the narrower of the two
+_ID_COLUMNS = frozenset({"msgid", "in_reply_to", "claimed_msgid"})
+
+
+def _columns() -> list[tuple[str, str, int | None]]:
+    """(key, "text" | "int" | "json", length limit) for each column a message row carries."""
+    out: list[tuple[str, str, int | None]] = []
+    for column in Message.__table__.c:
+        kind = column.type
+        if isinstance(kind, JSON):
+            out.append((column.key, "json", None))
+        elif isinstance(kind, String):  # Text is a String without a length
+            out.append((column.key, "text", kind.length))
+        elif isinstance(kind, Integer):
+            out.append((column.key, "int", None))
+    return out
+
+
+_COLUMNS = _columns()
+
+
+_UNSTORABLE = re.compile("[\0\ud800-\udfff]")  # NUL, and halves of surrogate pairs
+
+
+def clean_text(value: str, where: str, notes: list[str]) -> str:
+    """`value` with lone surrogates and NUL replaced by U+FFFD (a note says so)."""
+    if _UNSTORABLE.search(value) is None:
+        return value
+    if "\0" in value:
+        notes.append(f"{where}: NUL characters replaced")
+    if _UNSTORABLE.search(value.replace("\0", "")):
+        notes.append(f"{where}: characters that are not Unicode text replaced")
+    return _UNSTORABLE.sub("\ufffd", value)
+
+
+def storable_msgid(value: str, where: str = "Message-ID", notes: list[str] | None = None) -> str:
+    """A Message-ID as it can be stored: cleaned, and replaced by a stable stand-in when it is
+    longer than `MSGID_MAX`."""
+    notes = [] if notes is None else notes
+    value = clean_text(value, where, notes)
+    if len(value) <= MSGID_MAX:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:40]
+    stand_in = f"{digest}@{LONG_ID_DOMAIN}"
+    notes.append(f"{where}: {len(value)} characters, over the {MSGID_MAX} a mail line may hold;"
+                 f" stored as <{stand_in}>")
+    return stand_in
+
+
+def _clean_json(value: Any, where: str, notes: list[str]) -> Any:
+    """`value` itself when every string in it is storable (the usual case: one C-level encode,
+    nothing copied), else a copy with each string cleaned."""
+    try:
+        if b"\\u0000" not in orjson.dumps(value):  # orjson refuses lone surrogates
+            return value
+    except TypeError:
+        pass
+    return _cleaned(value, where, notes)
+
+
+def _cleaned(value: Any, where: str, notes: list[str]) -> Any:
+    if isinstance(value, str):
+        return clean_text(value, where, notes)
+    if isinstance(value, list):
+        return [_cleaned(item, where, notes) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(k, where, notes): _cleaned(v, where, notes) for k, v in value.items()}
+    return value
+
+
+def make_storable(row: dict[str, Any]) -> None:
+    """Change the message row in place so that both databases store it; notes go to `problems`."""
+    notes: list[str] = []
+    for key, kind, limit in _COLUMNS:
+        value = row.get(key)
+        if value is None:
+            continue
+        if kind == "text":
+            if key in _ID_COLUMNS:
+                row[key] = storable_msgid(value, key, notes)
+                continue
+            value = clean_text(value, key, notes)
+            if limit is not None and len(value) > limit:
+                notes.append(f"{key}: {len(value)} characters, cut to the {limit} stored")
+                value = value[:limit]
+            row[key] = value
+        elif kind == "int" and isinstance(value, int) and not INT_MIN <= value <= INT_MAX:
+            row[key] = min(max(value, INT_MIN), INT_MAX)
+            notes.append(f"{key}: {value} is out of range; stored as {row[key]}")
+        elif kind == "json" and key != "problems":
+            if key == "references":
+                if value and (max(map(len, value)) > MSGID_MAX
+                              or _UNSTORABLE.search("".join(value))):
+                    row[key] = [storable_msgid(ref, "References", notes) for ref in value]
+            elif value:
+                row[key] = _clean_json(value, key, notes)
+    problems = row.get("problems")
+    if problems is not None:
+        row["problems"] = _clean_json(problems, "problems", []) + list(dict.fromkeys(notes))
+
+
+def clean_quarantine(row: dict[str, Any]) -> None:
+    """A quarantine row's texts (its reason may quote the mail) made storable in place."""
+    for key in ("source", "reason"):
+        row[key] = clean_text(row[key], key, [])

@@ -1,0 +1,88 @@
+"""A stored message as series grouping sees it, and who counts as one author."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ThreadMessage:
+    """What grouping needs to know of one stored message."""
+
+    msgid: str
+    in_reply_to: str | None
+    references: tuple[str, ...]
+    author: str  # lower-cased address
+    date: dt.datetime | None
+    kind: str  # a MessageKind value
+    version: int
+    version_explicit: bool
+    counter: int
+    total: int
+    resend: bool
+    title: str
+    author_name: str = ""  # the display name, as written
+    rfc: bool = False
+    prefixes: tuple[str, ...] = ()  # subject tags besides PATCH, vN, N/M, RFC, RESEND
+
+    @property
+    def is_posting_part(self) -> bool:
+        return self.kind in ("cover", "patch")
+
+    def parents(self) -> list[str]:
+        """Ancestors, nearest first: In-Reply-To, then References from the end."""
+        out = [self.in_reply_to] if self.in_reply_to else []
+        out += [r for r in reversed(self.references) if r not in out and r != self.msgid]
+        return out
+
+    @functools.cached_property
+    def hook(self) -> str | None:
+        """The message this one was sent in reply to."""
+        parents = self.parents()
+        return parents[0] if parents else None
+
+    @property
+    def key(self) -> tuple[int, int, bool]:
+        """What the parts of one posting share besides their author: version, size, RESEND."""
+        return (self.version, self.total, self.resend)
+
+
+def same_author(a: ThreadMessage, b: ThreadMessage) -> bool:
+    """One person: the same address, or the same display name (a work and a home address)."""
+    if a.author == b.author:
+        return True
+    name = _plain_name(a.author_name)
+    return bool(name) and name == _plain_name(b.author_name)
+
+
+def _plain_name(name: str) -> str:
+    name = " ".join(name.strip("\"' ").lower().split())
+    return "" if "@" in name else name
+
+
+def thread_message(row: Mapping[str, Any]) -> ThreadMessage:
+    """A `messages` row (a stored row's mapping, or a row about to be stored) for grouping."""
+    date = row["date"]
+    if date is not None and date.tzinfo is None:
+        date = date.replace(tzinfo=dt.UTC)
+    return ThreadMessage(
+        msgid=row["msgid"],
+        in_reply_to=row["in_reply_to"],
+        references=tuple(row["references"] or ()),
+        author=row["from_email"],
+        author_name=row["from_name"],
+        date=date,
+        kind=row["kind"],
+        version=row["version"],
+        version_explicit=row["version_explicit"],
+        counter=row["counter"],
+        total=row["total"],
+        resend=row["resend"],
+        title=row["title"],
+        rfc=row["rfc"],
+        prefixes=tuple(row["prefixes"] or ()),
+    )

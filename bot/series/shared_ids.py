@@ -1,0 +1,128 @@
+"""Which of several mails sharing a Message-ID a series takes (issue 16, item 8).
+
+Ingest keeps every different mail that carries an id (`bot.ingest.copies`). Before postings are
+grouped, each id of a thread's cover letters and patches that more than one mail claims is
+settled here: the copy whose headers match the rest of its posting (the other parts of the same
+version and size, whose ids nobody shares) is taken when exactly one fits best: same sender as
+they, replying to the same parent, dated nearest to them. When nothing tells the copies apart
+(or there is no rest of the posting to compare with), the id stays *unresolved*: the version is
+flagged ambiguous and counted incomplete, so the planner, `lorelab apply|build|review` and
+`#lorelab test` all refuse it until a new posting replaces it. Either way the version's notes
+say which id is shared and what was done.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from bot.db.models import Message
+from bot.series.grouping import Posting
+
+NOTE = "ambiguous Message-ID"  # how the notes this module writes begin
+UNRESOLVED = "unresolved"
+
+
+def ambiguous(notes: Iterable[str]) -> bool:
+    return any(n.startswith(NOTE) for n in notes)
+
+
+def unresolved(notes: Iterable[str]) -> bool:
+    return any(n.startswith(f"{NOTE}, {UNRESOLVED}:") for n in notes)
+
+
+def shared_ids(session: Session, by_thread: Mapping[int, list[Any]]) -> set[str]:
+    """Which ids of the threads' cover letters and patches more than one stored mail carries."""
+    rows = [r for parts in by_thread.values() for r in parts]
+    ids = {r.claimed_msgid for r in rows if r.claimed_msgid}
+    plain = sorted({r.msgid for r in rows if not r.claimed_msgid})
+    for start in range(0, len(plain), 500):
+        ids.update(session.scalars(
+            sa.select(Message.claimed_msgid).where(
+                Message.claimed_msgid.in_(plain[start : start + 500])
+            )
+        ))
+    return ids
+
+
+class _Claimed:
+    """A copy's row read under the Message-ID it claims (what grouping and threading know)."""
+
+    def __init__(self, row: Any, msgid: str) -> None:
+        self._row = row
+        self.msgid = msgid
+        self._mapping = {**row._mapping, "msgid": msgid}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, name)
+
+
+def settle(parts: list[Any], shared: set[str]) -> tuple[list[Any], dict[str, str], list[int]]:
+    """One row per Message-ID of a thread's parts; a note for each shared id (by the id the
+    posting will know the part by); the message ids of the copies not taken, which must not
+    stay a patch of any version."""
+    by_id: dict[str, list[Any]] = defaultdict(list)
+    for row in parts:
+        by_id[row.claimed_msgid or row.msgid].append(row)
+    peers = [group[0] for msgid, group in by_id.items() if msgid not in shared]
+    out: list[Any] = []
+    notes: dict[str, str] = {}
+    dropped: list[int] = []
+    for msgid, group in by_id.items():
+        if msgid not in shared:
+            out.extend(group)
+            continue
+        group.sort(key=lambda r: (r.claimed_msgid is not None, r.id))  # the first stored first
+        best = _best(group, [p for p in peers if (p.version, p.total) == (group[0].version,
+                                                                        group[0].total)])
+        chosen = best if best is not None else group[0]
+        if chosen.msgid != msgid and group[0].msgid == msgid:
+            # read under the id it claims where it stands in for the mail stored under that
+            # id; elsewhere (another thread) it keeps its stand-in, so no id is in two postings
+            chosen = _Claimed(chosen, msgid)
+        out.append(chosen)
+        dropped += [r.id for r in group if r.id != chosen.id]
+        if best is not None:
+            notes[chosen.msgid] = (
+                f"{NOTE}, settled: <{msgid}> is carried by different mails; took the one from "
+                f"{best.from_email} dated {best.date}, whose sender, parent and date match the "
+                "rest of the series")
+        else:
+            notes[chosen.msgid] = (
+                f"{NOTE}, {UNRESOLVED}: <{msgid}> is carried by different mails and nothing "
+                "tells which belongs to the series; not tested until a new posting replaces it")
+    return out, notes, dropped
+
+
+def note_postings(postings: Iterable[Posting], notes: dict[str, str]) -> None:
+    """Add each shared id's note to the posting it is part of."""
+    if notes:
+        for posting in postings:
+            posting.notes += [notes[m] for m in posting.members if m in notes]
+
+
+def _best(candidates: list[Any], peers: list[Any]) -> Any | None:
+    """The one candidate that matches the peers best, or None when none stands out."""
+    if not peers:
+        return None
+    author = Counter(p.from_email for p in peers).most_common(1)[0][0]
+    parents = Counter(p.in_reply_to for p in peers if p.kind == "patch")
+    parent = parents.most_common(1)[0][0] if parents else None
+    dates = sorted(p.date for p in peers if p.date is not None)
+    middle = dates[len(dates) // 2] if dates else None
+
+    def score(row: Any) -> tuple[bool, bool, float]:
+        far = (abs((row.date - middle) / dt.timedelta(seconds=1))
+               if row.date is not None and middle is not None else float("inf"))
+        return row.from_email == author, parent is not None and row.in_reply_to == parent, -far
+
+    ranked = sorted(candidates, key=score, reverse=True)
+    top = score(ranked[0])
+    if not top[0] or (len(ranked) > 1 and score(ranked[1]) == top):
+        return None
+    return ranked[0]

@@ -1,0 +1,94 @@
+"""A mail that reuses a patch's Message-ID (issue 16, item 8), on SQLite and PostgreSQL: both
+mails are kept, the series version is flagged ambiguous, and the forged copy is never the patch
+that gets applied, whether it arrives first or last; when nothing tells the copies apart, the
+version is not tested at all."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from bot.db.models import Message
+from bot.db.session import Database
+from bot.demo.threads import SeriesSpec, make_series, make_tree
+from tests.cli import Lorelab
+from tests.series.mailing import msgs_id, only_series, store, with_header
+from tests.support.web_data import web_settings
+from tests.support.web_server import serving
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("tree") / "linux")
+
+
+def forge(raw: bytes, sender: str | None) -> bytes:
+    """`raw` with another first added line in its diff (and another sender, if given)."""
+    head, body = raw.split(b"\n\n", 1)
+    body = re.sub(rb"^\+(?!\+\+ )(.*)$", rb"+\1 /* planted */", body, count=1, flags=re.M)
+    forged = head + b"\n\n" + body
+    return with_header(forged, "From", sender) if sender else forged
+
+
+def patch_two(db: Database) -> tuple[dict, dict]:
+    (version,) = only_series(db)["versions"]
+    return version, {p["index"]: p for p in version["patches"]}[2]
+
+
+def copies(db: Database, msgid: str) -> list[tuple[str, str]]:
+    with db.session() as session:
+        return sorted((sender, stored) for sender, stored in session.execute(
+            sa.select(Message.from_email, Message.msgid).where(
+                (Message.msgid == msgid) | (Message.claimed_msgid == msgid))
+        ))
+
+
+@pytest.mark.parametrize("forged_first", [True, False])
+def test_a_forged_copy_is_kept_but_never_taken_for_the_patch(
+    db: Database, tree: Path, ingest_settings, forged_first: bool
+) -> None:
+    cover, one, two, three = make_series(tree, SeriesSpec(title="mm: forged", patches=3))
+    forged = forge(two, "Mallory <mallory@evil.example>")
+    first, last = (forged, two) if forged_first else (two, forged)
+    store(db, [cover, one, first, three], ingest_settings)
+    again = store(db, [last], ingest_settings)
+    assert again.stored == 1 and again.duplicates == 0  # a different mail: kept, not a duplicate
+    msgid = msgs_id(two)
+    assert [sender for sender, _ in copies(db, msgid)] == ["ada@example.org",
+                                                           "mallory@evil.example"]
+    version, patch = patch_two(db)
+    assert patch["author"]["email"] == "ada@example.org"  # the real patch is what gets applied
+    assert "planted" not in str(patch["file_changes"])
+    assert version["complete"]
+    assert any(n.startswith(f"ambiguous Message-ID, settled: <{msgid}>")
+               and "ada@example.org" in n for n in version["notes"]), version["notes"]
+    # a rerun of everything stores nothing twice and changes nothing
+    rerun = store(db, [cover, one, two, forged, three], ingest_settings)
+    assert rerun.stored == 0 and rerun.duplicates == 5
+    assert patch_two(db) == (version, patch)
+
+
+def test_copies_nothing_tells_apart_leave_the_version_untested(
+    db: Database, db_url: str, tree: Path, ingest_settings, tmp_path: Path
+) -> None:
+    cover, one, two, three = make_series(tree, SeriesSpec(title="mm: spoofed", patches=3))
+    spoofed = forge(two, None)  # the same sender, date and parent: only the diff differs
+    store(db, [cover, one, spoofed, three], ingest_settings)
+    store(db, [two], ingest_settings)
+    version, _ = patch_two(db)
+    assert not version["complete"]  # what the planner, apply, build, review and commands check
+    assert any(n.startswith(f"ambiguous Message-ID, unresolved: <{msgs_id(two)}>")
+               for n in version["notes"]), version["notes"]
+    shown = Lorelab(tmp_path, db_url).run("series", "show", msgs_id(cover)).stdout.decode()
+    assert "ambiguous Message-ID" in shown and "unresolved" in shown
+    series_id = only_series(db)["id"]
+    with serving(web_settings(db_url)) as base:
+        front = requests.get(f"{base}/", timeout=10)
+        page = requests.get(f"{base}/series/{series_id}", timeout=10)
+    assert front.status_code == page.status_code == 200
+    assert "ambiguous Message-ID" in front.text
+    assert f"ambiguous Message-ID, unresolved: &lt;{msgs_id(two)}&gt;" in page.text
