@@ -1,19 +1,25 @@
 """Acting on `#lorelab` commands in stored mail: the I/O edge of the email command language.
 
-For each stored reply that holds command lines (bot.commands.language), in date order, in one
-transaction per mail:
+For each stored reply that holds command lines (bot.commands.language, on the decoded body), in
+date order, in one transaction per mail:
 1. the series version it is about: the nearest of its References (the mail it answers first)
    that is a patch, a cover letter or a posting's anchor, else the newest version in its thread;
-2. for each command, in line order: the sender's rate limit (bot.commands.policy, counting the
-   sender's `CommandRequest` rows in the window), then whether it was understood, then whether
-   the sender may run it (the series author; the M:/R: people of the tree's MAINTAINERS for the
-   files the version touches who are on the thread; the allow-list);
-3. a `CommandRequest` row, unique per (mail, line): a mail handled twice, or by two processes
+2. who vouches for its sender (bot.commands.authenticity): mail nobody vouches for is acted on
+   in no way, and answered at most once per thread per day;
+3. for each command, in line order: the sender's rate limit (bot.commands.policy, counting the
+   sender's verified `CommandRequest` rows in the window), then whether it was understood, then
+   whether the sender may run it (the series author; the M:/R: people of the tree's MAINTAINERS
+   for the files the version touches who are on the thread; the allow-list);
+4. a `CommandRequest` row, unique per (mail, line): a mail handled twice, or by two processes
    at once, is acted on once;
-4. the action: `test` makes a review run, `retest` repeats the version's latest review run (or
-   makes one), `stop` cancels the version's unfinished runs; runs are created, not dispatched:
-   the caller sends `CommandOutcome.run_ids` to the workers after the commit;
-5. the answer, composed with bot.report.compose.command_reply and stored in the outbox.
+5. the action (bot.commands.actions): `test` and `retest` make or join a review run, `stop`
+   cancels the version's unfinished runs; the caller sends `CommandOutcome.run_ids` to the
+   workers after the commit;
+6. the answer, composed with bot.report.compose.command_reply and stored in the outbox, unless
+   the same request was answered already (a joined run, a repeated help or stop: "collapsed"),
+   or the thread or the series has had its answers for the window (bot.commands.answers).
+A command that fails (a bug, a tree that cannot be read) is recorded as "failed" with the error
+on its row, and the mails after it are handled.
 
 Mail from the bot itself, mail marked Auto-Submitted (RFC 3834), patches and cover letters, and
 mail dated more than `max_age_hours` ago (a backfill) are not read for commands.
@@ -23,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from email.parser import BytesHeaderParser
 from pathlib import Path
@@ -34,12 +41,18 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.benchmarks.registry import BENCHMARKS
+from bot.commands import answers
+from bot.commands.actions import Action, act
+from bot.commands.authenticity import Authenticity, verify_sender
+from bot.commands.dkim_keys import key_records
 from bot.commands.language import HELP, Command, parse_commands
 from bot.commands.maintainers import Maintainers, read_maintainers
 from bot.commands.policy import (
+    UNVERIFIED_ANSWER_EVERY,
     PastRequest,
     RateDecision,
     Requester,
+    answer_allowed,
     may_run,
     on_allow_list,
     rate_decision,
@@ -47,25 +60,29 @@ from bot.commands.policy import (
 )
 from bot.config import Settings
 from bot.config.sections import CommandSettings
-from bot.db.models import CommandRequest, Message, Patch, Run, SeriesVersion, utcnow
+from bot.db.models import CommandRequest, Message, Patch, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.mail import parse_message
 from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
 from bot.report.compose.from_db import parent_message, reply_options
 from bot.report.compose.inputs import ParentMessage
+from bot.report.compose.message import NoRecipient
 from bot.report.deliver.outbox import enqueue
-from bot.runs.lifecycle import cancel_run, create_run, find_tree, retest_run
+from bot.runs.lifecycle import find_tree
 from bot.runs.planner import planned_tree
-from bot.runs.states import FINISHED
-from bot.runs.suites import suite_for
+
+log = logging.getLogger(__name__)
 
 # Messages that are postings, not replies to them: never read for commands.
 NOT_REPLIES = ("patch", "cover", "pull-request")
 _CHUNK = 500  # message ids per query
+# Transfer encodings that can hide "#lorelab" in the raw bytes (`=23lorelab`, base64).
+_ENCODINGS = (b"base64", b"quoted-printable")
 
 # request states (CommandRequest.state), by outcome
 _STATES = {"queued": "accepted", "stopped": "accepted", "help": "answered",
-           "not-understood": "answered", "refused": "refused", "limited": "limited"}
+           "not-understood": "answered", "refused": "refused", "limited": "limited",
+           "unverified": "unverified", "failed": "failed"}
 
 
 @dataclass(frozen=True)
@@ -76,10 +93,11 @@ class CommandOutcome:
     line: int
     sender: str
     command: str  # test, retest, stop, help, or unknown
-    outcome: str  # queued, stopped, help, not-understood, refused, limited
+    # queued, stopped, help, not-understood, refused, limited, unverified, failed
+    outcome: str
     detail: str
     series_version_id: int | None
-    request_id: int
+    request_id: int | None  # None: the failure could not be recorded either
     run_ids: tuple[int, ...] = ()
     outbox_id: int | None = None  # the stored answer; None when not answered
 
@@ -95,13 +113,47 @@ def handle_command_mails(db: Database, settings: Settings, message_ids: Sequence
     if not settings.commands.enabled:
         return []
     now = now or utcnow()
-    handler = _Handler(settings, now)
+    handler = _Handler(settings, now, key_records(settings.commands))
     outcomes: list[CommandOutcome] = []
     for message_id, commands in _mails_with_commands(db, settings, message_ids, now):
+        try:
+            with db.session() as session:
+                message = session.scalar(sa.select(Message).where(Message.msgid == message_id))
+                assert message is not None
+                outcomes += handler.handle_mail(session, message, commands)
+        except Exception as exc:  # noqa: BLE001 - one mail must not stop the others
+            log.exception("commands in <%s> failed", message_id)
+            outcomes += record_failure(db, message_id, commands, exc, now)
+    return outcomes
+
+
+def record_failure(db: Database, message_id: str, commands: Sequence[Command],
+                   exc: Exception, now: dt.datetime) -> list[CommandOutcome]:
+    """Each command of a mail whose handling failed, recorded as "failed" with the error, so
+    that it is not tried again at every round; nothing when even that fails."""
+    reason = f"{type(exc).__name__}: {exc}"[:2000]
+    outcomes = []
+    try:
         with db.session() as session:
-            message = session.scalar(sa.select(Message).where(Message.msgid == message_id))
-            assert message is not None
-            outcomes += handler.handle_mail(session, message, commands)
+            sender = session.scalar(sa.select(Message.from_email)
+                                    .where(Message.msgid == message_id)) or ""
+            done = set(session.scalars(sa.select(CommandRequest.line)
+                                       .where(CommandRequest.message_id == message_id)))
+            for command in commands:
+                if command.line in done:
+                    continue
+                request = CommandRequest(
+                    message_id=message_id, line=command.line, sender=sender,
+                    command=command.name, arguments=command.arguments, state="failed",
+                    reason=reason, created_at=now)
+                session.add(request)
+                session.flush()
+                outcomes.append(CommandOutcome(message_id, command.line, sender, command.name,
+                                               "failed", reason, None, request.id))
+    except Exception:  # noqa: BLE001 - the database itself may be what failed
+        log.exception("the failure of <%s> could not be recorded", message_id)
+        return [CommandOutcome(message_id, c.line, "", c.name, "failed", reason, None, None)
+                for c in commands]
     return outcomes
 
 
@@ -122,9 +174,9 @@ def _mails_with_commands(db: Database, settings: Settings, message_ids: Sequence
                        sa.or_(Message.date.is_(None), Message.date >= oldest))
             ).all()
         for row_id, msgid, date, raw in rows:
-            # Cheap test first: base64 is the only transfer encoding that can hide the word.
+            # Cheap test first: only a transfer encoding can hide the word from the raw bytes.
             lowered = raw.lower()
-            if b"#lorelab" not in lowered and b"base64" not in lowered:
+            if b"#lorelab" not in lowered and not any(e in lowered for e in _ENCODINGS):
                 continue
             if _auto_submitted(raw):
                 continue
@@ -140,12 +192,26 @@ def _auto_submitted(raw: bytes) -> bool:
     return str(value).strip().lower() != "no"
 
 
+@dataclass
+class _Mail:
+    """One command mail and what its commands share."""
+
+    message: Message
+    parent: ParentMessage
+    version: SeriesVersion | None
+    authenticity: Authenticity
+    requester: Requester | None = None  # worked out when a command first needs it
+
+
 class _Handler:
     """The settings and caches one `handle_command_mails` call shares between mails."""
 
-    def __init__(self, settings: Settings, now: dt.datetime) -> None:
+    def __init__(self, settings: Settings, now: dt.datetime,
+                 dnsfunc: Callable[..., bytes | None]) -> None:
         self.settings = settings
         self.now = now
+        self.window_start = now - dt.timedelta(minutes=settings.commands.window_minutes)
+        self.dnsfunc = dnsfunc
         self._maintainers: dict[str, Maintainers] = {}  # by tree name
 
     def maintainers(self, session: Session, version: SeriesVersion) -> Maintainers:
@@ -164,22 +230,38 @@ class _Handler:
         todo = [c for c in commands if c.line not in done]
         if not todo:
             return []
-        version = find_version(session, message)
         parent = parent_message(message)
-        # Who the sender is to the series matters only to commands that need permission.
-        judged = any(c.understood and c.name in ("test", "retest", "stop") for c in todo)
-        requester = self.requester(session, message, parent, version if judged else None)
+        mail = _Mail(message, parent, find_version(session, message),
+                     self.authenticity(message, parent))
         outcomes = []
         for command in todo:
             first = command.line == commands[0].line
-            outcome = self.handle(session, message, parent, version, requester, command, first)
+            outcome = self.handle(session, mail, command, first)
             if outcome is not None:
                 outcomes.append(outcome)
         return outcomes
 
-    def requester(self, session: Session, message: Message, parent: ParentMessage,
-                  version: SeriesVersion | None) -> Requester:
-        """The sender as author, maintainer, allow-listed; only the address without `version`."""
+    def authenticity(self, message: Message, parent: ParentMessage) -> Authenticity:
+        verdict = verify_sender(message.raw, lists=[lst.name for lst in message.lists],
+                                settings=self.settings.commands, dnsfunc=self.dnsfunc)
+        if verdict.verified and verdict.address != parent.sender.key:
+            # lorelab's mail parser read another sender: trust neither.
+            return Authenticity("", reason="its From field can be read in two ways")
+        return verdict
+
+    def requester(self, session: Session, mail: _Mail, judged: bool) -> Requester:
+        """The sender as author, maintainer, allow-listed (worked out once per mail); only
+        the address and the allow-list unless `judged` (a command that needs permission)."""
+        if not judged:
+            sender = mail.parent.sender.key
+            return Requester(sender, allow_listed=on_allow_list(
+                sender, self.settings.commands.allow_list))
+        if mail.requester is None:
+            mail.requester = self._requester(session, mail.message, mail.parent, mail.version)
+        return mail.requester
+
+    def _requester(self, session: Session, message: Message, parent: ParentMessage,
+                   version: SeriesVersion | None) -> Requester:
         sender = parent.sender.key
         allow_listed = on_allow_list(sender, self.settings.commands.allow_list)
         if version is None:
@@ -191,126 +273,123 @@ class _Handler:
                       and sender in thread_addresses(session, message, version))
         return Requester(sender, maintainer=maintainer, allow_listed=allow_listed)
 
-    def handle(self, session: Session, message: Message, parent: ParentMessage,
-               version: SeriesVersion | None, requester: Requester, command: Command,
+    def rate(self, session: Session, sender: str) -> RateDecision:
+        """The sender's rate limit, counting their verified commands in the window (forged
+        mail must not use up someone else's commands)."""
+        past = session.execute(
+            sa.select(CommandRequest.created_at, CommandRequest.state, CommandRequest.outbox_id)
+            .where(CommandRequest.sender == sender,
+                   CommandRequest.state.not_in(("unverified", "failed")),
+                   CommandRequest.created_at > self.window_start)
+        ).all()
+        return rate_decision([PastRequest(at, state == "limited", outbox_id is not None)
+                              for at, state, outbox_id in past], self.now, self.settings.commands)
+
+    def handle(self, session: Session, mail: _Mail, command: Command,
                first: bool) -> CommandOutcome | None:
         """One command: decided, recorded, done and answered; None when another process
         recorded it first. `first`: the mail's first command, whose answer keys on the mail
         alone (the others' on the mail and their line)."""
-        settings = self.settings.commands
-        past = session.execute(
-            sa.select(CommandRequest.created_at, CommandRequest.state, CommandRequest.outbox_id)
-            .where(CommandRequest.sender == requester.address,
-                   CommandRequest.created_at > self.now - dt.timedelta(
-                       minutes=settings.window_minutes))
-        ).all()
-        rate = rate_decision([PastRequest(at, state == "limited", outbox_id is not None)
-                              for at, state, outbox_id in past], self.now, settings)
-        outcome, detail, problems = decide(command, rate, version, requester, settings)
-        answer = rate.answer
+        message, version, authenticity = mail.message, mail.version, mail.authenticity
+        verified = authenticity.verified
+        # Who the sender is to the series matters only to commands that need permission.
+        judged = verified and command.understood and command.name in ("test", "retest", "stop")
+        requester = self.requester(session, mail, judged)
+        rate = self.rate(session, requester.address) if verified else RateDecision(True, True)
+        outcome, detail, problems = decide(command, rate, version, requester,
+                                           self.settings.commands, authenticity)
         request = CommandRequest(
             message_id=message.msgid, line=command.line, sender=requester.address,
             command=command.name, arguments=command.arguments,
             series_version_id=version.id if version else None,
-            state=_STATES.get(outcome, "accepted"), reason=detail or None, created_at=self.now)
+            state=_STATES.get(outcome, "accepted"), reason=detail or None, created_at=self.now,
+            thread_id=message.thread_id, authenticated_by=authenticity.verified_by or None)
         try:
             with session.begin_nested():
                 session.add(request)
         except IntegrityError:  # recorded by a concurrent handler in between
             return None
-        run_ids: tuple[int, ...] = ()
-        queue_position = None
+        action = Action(outcome, detail)
         if not outcome:
             assert version is not None
-            outcome, detail, run_ids, queue_position = self.act(session, version, command,
-                                                                requester.address)
-            request.state = _STATES[outcome]
-            request.reason = detail
-            request.run_id = run_ids[0] if run_ids else None
+            action = act(session, self.settings, version, command, requester.address,
+                         self.window_start)
+            request.state = _STATES[action.outcome]
+            request.reason = action.detail
+            request.run_id = action.run_id
+        elif outcome == "help" and answers.same_answered(
+                session, self.window_start, command="help", arguments=[],
+                series_version_id=version.id if version else None):
+            action = Action(outcome, detail, collapsed=True)
+        if action.collapsed:
+            request.state = "collapsed"
         outbox_id = None
-        if answer:
-            reply = compose_command_reply(CommandAnswer(
-                parent=parent, command=command.text, outcome=outcome, detail=detail,
-                queue_position=queue_position,
-                status_url=self.status_url(version) if outcome == "queued" else "",
-                problems=problems, commands=HELP if outcome == "help" else (),
-                series_version_id=version.id if version else None,
-                line=None if first else command.line,
-            ), reply_options(self.settings.report))
-            row, _ = enqueue(session, reply, self.settings.report)
-            outbox_id = request.outbox_id = row.id
+        if self.may_answer(session, mail, action, rate, first):
+            outbox_id = request.outbox_id = self.answer(session, mail, command, action,
+                                                        problems, first, request)
         session.flush()
         return CommandOutcome(
             message_id=message.msgid, line=command.line, sender=requester.address,
-            command=command.name, outcome=outcome, detail=detail or "; ".join(problems),
+            command=command.name, outcome=action.outcome,
+            detail=action.detail or "; ".join(problems),
             series_version_id=version.id if version else None, request_id=request.id,
-            run_ids=run_ids, outbox_id=outbox_id)
+            run_ids=action.run_ids, outbox_id=outbox_id)
 
-    def act(self, session: Session, version: SeriesVersion, command: Command,
-            sender: str) -> tuple[str, str, tuple[int, ...], int | None]:
-        """Do an allowed test, retest or stop: (outcome, detail, runs made, queue position)."""
-        runs = list(session.scalars(sa.select(Run).where(Run.series_version_id == version.id)
-                                    .order_by(Run.id)))
-        if command.name == "stop":
-            stopped = [run for run in runs if cancel_run(session, run)]
-            if not stopped:
-                return "stopped", f"nothing was queued or running for v{version.version}", (), None
-            what = ", ".join(f"run {run.id} ({run.kind} on {run.tree})" for run in stopped)
-            return "stopped", f"{what}, of v{version.version}", (), None
-        if not version.complete:
-            return "refused", (f"v{version.version} of this series is incomplete "
-                               f"({version.received} of {version.expected} patches have "
-                               "arrived); lorelab tests it once all have. Nothing was queued."
-                               ), (), None
-        latest = next((run for run in reversed(runs) if run.kind == "review"), None)
-        if command.name == "retest" and latest is not None:
-            wanted = _Wanted(latest.tree, list(latest.benchmarks or ()), latest.requested_base)
-        elif not self.settings.trees:
-            return "refused", ("lorelab cannot test this series: no kernel tree is configured. "
-                               "Nothing was queued."), (), None
-        else:
-            suite = suite_for(self.settings.suites, version.touched_files)
-            wanted = _Wanted(planned_tree(session, self.settings, version),
-                             list(command.benchmarks) or (suite.benchmarks if suite else []),
-                             command.base, (suite.lab_host or None) if suite else None)
-        # Two people asking for the same test get one run.
-        same = next((run for run in runs if run.kind == "review" and run.state not in FINISHED
-                     and wanted.is_like(run)), None)
-        if same is not None:
-            detail = f"{describe_run(same, version)} (asked for already: run {same.id})"
-            return "queued", detail, (), queue_position(session, same)
-        trigger = f"email:{sender}"
-        if command.name == "retest" and latest is not None:
-            run = retest_run(session, latest, trigger=trigger)
-        else:
-            run = create_run(session, version, kind="review", tree=wanted.tree,
-                             base=wanted.base, benchmarks=list(wanted.benchmarks),
-                             runner=wanted.runner, trigger=trigger)
-        return "queued", describe_run(run, version), (run.id,), queue_position(session, run)
+    def answer(self, session: Session, mail: _Mail, command: Command, action: Action,
+               problems: tuple[str, ...], first: bool, request: CommandRequest) -> int | None:
+        """The answer stored in the outbox: its id; None when there is nobody to send it to
+        (the request's reason says so)."""
+        version = mail.version
+        try:
+            reply = compose_command_reply(CommandAnswer(
+                parent=mail.parent, command=command.text,
+                # the answer to unverified mail reads like a refusal: the detail says why
+                outcome="refused" if action.outcome == "unverified" else action.outcome,
+                detail=action.detail, queue_position=action.queue_position,
+                status_url=self.status_url(version) if action.outcome == "queued" else "",
+                problems=problems, commands=HELP if action.outcome == "help" else (),
+                series_version_id=version.id if version else None,
+                line=None if first else command.line,
+            ), reply_options(self.settings.report))
+        except NoRecipient as exc:  # done, and recorded, but there is no one to tell
+            request.reason = f"{request.reason or ''} (not answered: {exc})".strip()
+            return None
+        row, _ = enqueue(session, reply, self.settings.report)
+        return row.id
+
+    def may_answer(self, session: Session, mail: _Mail, action: Action, rate: RateDecision,
+                   first: bool) -> bool:
+        """Whether this command gets an answer: not when the same was answered already, nor
+        past the sender's, the thread's or the series' answers for the window, nor for more
+        than one unverified mail a day on the thread."""
+        if action.collapsed or not rate.answer:
+            return False
+        thread = {"thread_id": mail.message.thread_id, "message_id": mail.message.msgid}
+        if action.outcome == "unverified" and (not first or answers.unverified_answered(
+                session, self.now - UNVERIFIED_ANSWER_EVERY, **thread)):
+            return False
+        series_id = mail.version.series_id if mail.version else None
+        on_thread, on_series = answers.answered(session, self.window_start, series_id=series_id,
+                                                **thread)
+        return answer_allowed(on_thread, on_series, self.settings.commands)
 
     def status_url(self, version: SeriesVersion | None) -> str:
         base = self.settings.web.base_url
         return f"{base.rstrip('/')}/series/{version.series_id}" if base and version else ""
 
 
-@dataclass(frozen=True)
-class _Wanted:
-    """The review run a test or retest asks for."""
-
-    tree: str
-    benchmarks: list[str]
-    base: str | None
-    runner: str | None = None  # the suite's lab host
-
-    def is_like(self, run: Run) -> bool:
-        return (run.tree, list(run.benchmarks or ()), run.requested_base) == (
-            self.tree, list(self.benchmarks), self.base)
-
-
 def decide(command: Command, rate: RateDecision, version: SeriesVersion | None,
-           requester: Requester, settings: CommandSettings) -> tuple[str, str, tuple[str, ...]]:
+           requester: Requester, settings: CommandSettings,
+           authenticity: Authenticity) -> tuple[str, str, tuple[str, ...]]:
     """(outcome, detail, problems) of a command before anything is done; outcome "" when it
     is to be done (the action decides its outcome)."""
+    if not authenticity.verified:
+        who = authenticity.address or "the sender its From field names"
+        return "unverified", (
+            f"lorelab cannot verify that this mail comes from {who}: {authenticity.reason}. "
+            "lorelab acts on commands only in mail that a DKIM signature of the sender's domain, "
+            "or the list's mail server, vouches for. Nothing was done. Further commands on "
+            "this thread that cannot be verified are not answered for a day."), ()
     if not rate.allowed:
         assert rate.retry_at is not None
         return "limited", (
@@ -328,22 +407,6 @@ def decide(command: Command, rate: RateDecision, version: SeriesVersion | None,
     if not may_run(command.name, requester):
         return "refused", f"{who_may(command.name)} Nothing was done.", ()
     return "", "", ()
-
-
-def queue_position(session: Session, run: Run) -> int | None:
-    """1 when no queued review run was asked for before it; None once it is running."""
-    if run.state != "queued":
-        return None
-    ahead = session.scalar(sa.select(sa.func.count(Run.id)).where(
-        Run.kind == "review", Run.state == "queued", Run.id < run.id))
-    return (ahead or 0) + 1
-
-
-def describe_run(run: Run, version: SeriesVersion) -> str:
-    """E.g. 'hackbench on "mm/vmscan: ..." v2, tree mm, against its base'."""
-    what = ", ".join(run.benchmarks or ()) or "the build"
-    base = f"against {run.requested_base}" if run.requested_base else "against its base"
-    return f'{what} on "{version.title}" v{version.version}, tree {run.tree}, {base}'
 
 
 def find_version(session: Session, message: Message) -> SeriesVersion | None:

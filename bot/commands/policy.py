@@ -6,9 +6,14 @@
   answered); anyone on the allow-list.
 - `stop`: the series author, or such a maintainer. The allow-list does not reach it: stopping
   someone else's test is for the people responsible for the code.
+- Nothing at all for mail whose sender cannot be verified (bot.commands.authenticity): its
+  commands are recorded, not done, and answered at most once per thread per day.
 - Every sender, whatever they ask, gets at most `rate_limit` commands done in any
   `window_minutes`; past that a command is recorded and not done, and only the first such one
   in a window is answered, so that a flood of mail does not become a flood of replies.
+- Whoever asks, a thread gets at most `thread_answers` answers, and a series `series_answers`,
+  in any `window_minutes` (senders that rotate their address are not held by the per-sender
+  limit); past that commands are still done, but not answered.
 
 Pure: the handler (bot.commands.handler) gathers the facts and records the decisions.
 """
@@ -89,3 +94,13 @@ def rate_decision(past: Sequence[PastRequest], now: dt.datetime,
     retry_at = done[-settings.rate_limit] + dt.timedelta(minutes=settings.window_minutes)
     told = any(p.limited and p.answered for p in recent)
     return RateDecision(allowed=False, answer=not told, retry_at=retry_at)
+
+
+UNVERIFIED_ANSWER_EVERY = dt.timedelta(days=1)  # per thread
+
+
+def answer_allowed(on_thread: int, on_series: int, settings: CommandSettings) -> bool:
+    """Whether one more answer may go out, given the answers sent in the window on the
+    command's thread and on its series."""
+    limits = ((on_thread, settings.thread_answers), (on_series, settings.series_answers))
+    return all(limit <= 0 or sent < limit for sent, limit in limits)

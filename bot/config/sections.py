@@ -88,6 +88,18 @@ class CommandSettings:
     # Commands in mail dated longer ago are ignored: a backfill of an archive must not act on,
     # or answer, commands from the past.
     max_age_hours: int = 72
+    # Answers to commands on one thread, and on one series, in any window_minutes (whoever
+    # asks); past that, commands are still done but not answered. 0: no limit.
+    thread_answers: int = 5
+    series_answers: int = 10
+    # Who vouches for a command's From (bot.commands.authenticity): a DKIM signature of the
+    # From domain, its key from DNS (answers kept dns_cache_minutes), or from this file of
+    # "NAME TXT-RECORD" lines instead of DNS (offline; tests); or, for mail of one of the
+    # trusted_lists, an Authentication-Results field of one of the trusted_authserv_ids.
+    dkim_keys: str = ""
+    dns_cache_minutes: int = 60
+    trusted_authserv_ids: list[str] = field(default_factory=list)
+    trusted_lists: list[str] = field(default_factory=list)
 
 
 

@@ -521,8 +521,13 @@ class CommandRequest(Base):
     command: Mapped[str] = mapped_column(String(40))  # test, retest, stop, help, or unknown
     arguments: Mapped[list[str]] = mapped_column(JSON, default=list)
     series_version_id: Mapped[int | None] = mapped_column(Integer, index=True)
-    state: Mapped[str] = mapped_column(String(20))  # accepted, refused, limited, answered
+    # accepted, refused, limited, answered, unverified, collapsed, failed
+    state: Mapped[str] = mapped_column(String(20))
     reason: Mapped[str | None] = mapped_column(Text)  # why refused; what was done
     run_id: Mapped[int | None] = mapped_column(Integer)  # the run it started, if any
     outbox_id: Mapped[int | None] = mapped_column(Integer)  # the answer, if any
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
+    # The thread of the mail (answers are limited per thread), and who vouched for its From
+    # ("DKIM signature of example.org"; None: nobody, the command was not acted on).
+    thread_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    authenticated_by: Mapped[str | None] = mapped_column(String(300))

@@ -1,51 +1,39 @@
 """Email commands: the `#lorelab` language, MAINTAINERS matching, who may ask and how often,
 and the whole path from a stored reply to a review run and an answer in the outbox.
 
-The end-to-end tests ingest real threads made with git (bot.demo.threads) into SQLite and
-PostgreSQL; the tree's MAINTAINERS is tests/fixtures/maintainers/MAINTAINERS, a trimmed copy of
-the kernel's (MEMORY MANAGEMENT, RECLAIM, MGLRU, MEMCG, NETWORKING with its X: lines, ...).
+The end-to-end tests ingest real threads made with git into SQLite and PostgreSQL, each reply
+DKIM-signed by its sender's domain (tests.support.command_thread).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import email
-import email.policy
-from pathlib import Path
 
 import sqlalchemy as sa
 
-from bot.commands.handler import CommandOutcome, handle_command_mails
+from bot.commands.handler import handle_command_mails
 from bot.commands.language import parse_commands
 from bot.commands.maintainers import parse_maintainers, read_maintainers
 from bot.commands.policy import PastRequest, rate_decision
-from bot.config import IngestSettings, Settings
-from bot.config.report import ReportSettings
-from bot.config.sections import CommandSettings, TreeSettings
-from bot.db.models import CommandRequest, OutboxReply, Run, SeriesVersion
+from bot.config.sections import CommandSettings
+from bot.db.models import CommandRequest, Run, SeriesVersion
 from bot.db.session import Database, ensure_schema
-from bot.demo.threads import (
-    DEFAULT_START,
-    SeriesSpec,
-    make_reply,
-    make_series,
-    make_tree,
-    series_message_ids,
-)
-from bot.ingest.sources import RawMail
-from bot.ingest.store import ingest
 from bot.mail import parse_message
 from tests.cli import Lorelab
-from tests.support.paths import FIXTURES
+from tests.support.command_thread import (
+    ADA,
+    HANNES,
+    MAINTAINERS,
+    MALLORY,
+    RITA,
+    YUANCHU,
+    Thread,
+    unwrapped,
+)
+from tests.support.dkim_signing import sign
 
-MAINTAINERS = FIXTURES / "maintainers" / "MAINTAINERS"
 BENCHMARKS = ("hackbench", "readtwice", "vm-scalability")
 
-ADA = ("Ada Reclaim", "ada@example.org")  # the series author (bot.demo's default)
-HANNES = ("Johannes Weiner", "hannes@cmpxchg.org")  # RECLAIM maintainer, Cc'd on the series
-YUANCHU = ("Yuanchu Xie", "yuanchu@google.com")  # MGLRU maintainer, not on the thread
-MALLORY = ("Mallory Nobody", "mallory@example.net")
-RITA = ("Rita Reviewer", "rita@example.org")  # Cc'd on the series, not in MAINTAINERS
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,76 +189,6 @@ def test_rate_decision_allows_the_limit_then_answers_once_per_window():
 # From a stored reply to a run and an answer
 
 
-class Thread:
-    """A tree with the fixture MAINTAINERS, a series Cc'd to Johannes and Rita ingested, and
-    settings."""
-
-    def __init__(self, db: Database, root: Path, commands: CommandSettings | None = None,
-                 versions: int = 1) -> None:
-        self.db = db
-        self.tree = make_tree(root / "linux")
-        (self.tree / "MAINTAINERS").write_text(MAINTAINERS.read_text())
-        spec = SeriesSpec(title="mm/vmscan: reclaim in larger batches", patches=2,
-                          cc=(f"{HANNES[0]} <{HANNES[1]}>", f"{RITA[0]} <{RITA[1]}>"))
-        self.v1 = make_series(self.tree, spec)
-        self.store(*self.v1)
-        if versions == 2:
-            spec2 = SeriesSpec(title=spec.title, patches=2, version=2, cc=spec.cc,
-                               same_changes_as=spec, revised=(1,),
-                               in_reply_to=series_message_ids(spec)[0])
-            self.v2 = make_series(self.tree, spec2)
-            self.store(*self.v2)
-        self.settings = Settings(
-            trees=[TreeSettings(name="mm", path=str(self.tree))],
-            report=ReportSettings(from_address="lorelab <lorelab@lorelab.example.org>"),
-            commands=commands or CommandSettings(),
-        )
-        self.clock = DEFAULT_START + dt.timedelta(hours=1)
-
-    def store(self, *messages: bytes) -> None:
-        ingest(self.db, [RawMail(m, f"test:{i}") for i, m in enumerate(messages)],
-               settings=IngestSettings(parse_workers=0), list_name="linux-mm")
-
-    def reply(self, parent: bytes, author: tuple[str, str], body: str, **kwargs) -> bytes:
-        self.clock += dt.timedelta(minutes=1)
-        return make_reply(parent, author=author, body=body, date=self.clock, **kwargs)
-
-    def send(self, parent: bytes, author: tuple[str, str], body: str,
-             **kwargs) -> tuple[bytes, list[CommandOutcome]]:
-        """Reply to `parent`, ingest the reply, handle it; the reply and the outcomes."""
-        raw = self.reply(parent, author, body, **kwargs)
-        self.store(raw)
-        return raw, self.handle(raw)
-
-    def handle(self, raw: bytes) -> list[CommandOutcome]:
-        msgid = parse_message(raw).msgid
-        return handle_command_mails(self.db, self.settings, [msgid],
-                                    now=self.clock + dt.timedelta(seconds=30))
-
-    def counts(self) -> tuple[int, int, int]:
-        with self.db.session() as session:
-            return tuple(session.scalar(sa.select(sa.func.count()).select_from(table))
-                         for table in (Run, OutboxReply, CommandRequest))  # type: ignore[return-value]
-
-    def answer(self, outbox_id: int | None) -> email.message.EmailMessage:
-        assert outbox_id is not None
-        with self.db.session() as session:
-            row = session.get(OutboxReply, outbox_id)
-            assert row is not None and row.kind == "command"
-            assert row.state == "queued", row.reason  # on its way to the list, not suppressed
-            return email.message_from_bytes(row.raw, policy=email.policy.default)  # type: ignore
-
-    def run(self, run_id: int) -> Run:
-        with self.db.session() as session:
-            run = session.get(Run, run_id)
-            assert run is not None
-            return run
-
-
-def _text(message: email.message.EmailMessage) -> str:
-    return " ".join(message.get_content().split())  # unwrapped
-
-
 def test_the_authors_test_queues_a_review_run_and_answers_queued(db, tmp_path):
     thread = Thread(db, tmp_path)
     command_mail, [outcome] = thread.send(thread.v1[1], ADA, "#lorelab test hackbench")
@@ -290,7 +208,7 @@ def test_the_authors_test_queues_a_review_run_and_answers_queued(db, tmp_path):
     assert answer["To"] == "Ada Reclaim <ada@example.org>"
     assert answer["In-Reply-To"] == f"<{parse_message(command_mail).msgid}>"
     assert answer["Subject"].strip().startswith("Re: [PATCH 1/2]")
-    text = _text(answer)
+    text = unwrapped(answer)
     assert "> #lorelab test hackbench" in answer.get_content()
     assert 'Queued: hackbench on "mm/vmscan: reclaim in larger batches" v1' in text
     assert "It runs next." in text
@@ -301,7 +219,7 @@ def test_a_strangers_test_is_refused_politely(db, tmp_path):
     _, [outcome] = thread.send(thread.v1[0], MALLORY, "Try this:\n#lorelab test hackbench")
     assert outcome.outcome == "refused" and outcome.run_ids == ()
     assert thread.counts() == (0, 1, 1)
-    text = _text(thread.answer(outcome.outbox_id))
+    text = unwrapped(thread.answer(outcome.outbox_id))
     assert "Only the author of the series, the maintainers of the files it touches" in text
     assert "Nothing was done." in text
     with db.session() as session:
@@ -335,7 +253,7 @@ def test_help_from_anyone_answers_with_the_commands(db, tmp_path):
     thread = Thread(db, tmp_path)
     _, [outcome] = thread.send(thread.v1[2], MALLORY, "#lorelab help")
     assert outcome.outcome == "help" and thread.counts() == (0, 1, 1)
-    text = _text(thread.answer(outcome.outbox_id))
+    text = unwrapped(thread.answer(outcome.outbox_id))
     for syntax in ("#lorelab test BENCH... [base=REV]", "#lorelab retest", "#lorelab stop"):
         assert syntax in text
 
@@ -370,7 +288,8 @@ def test_stop_cancels_the_queued_run(db, tmp_path):
         run = session.get(Run, test.run_ids[0])
         assert run is not None
         assert run.state == "cancelled" and {s.state for s in run.steps} == {"cancelled"}
-    assert f"Stopped: run {run.id} (review on mm), of v1." in _text(thread.answer(stop.outbox_id))
+    stopped = unwrapped(thread.answer(stop.outbox_id))
+    assert f"Stopped: run {run.id} (review on mm), of v1." in stopped
     _, [again] = thread.send(thread.v1[0], ADA, "#lorelab stop")
     assert "nothing was queued or running for v1" in again.detail
 
@@ -407,7 +326,7 @@ def test_not_understood_is_answered_with_the_problem(db, tmp_path):
     thread = Thread(db, tmp_path)
     _, [outcome] = thread.send(thread.v1[1], ADA, "#lorelab tset hackbench")
     assert outcome.outcome == "not-understood" and outcome.command == "unknown"
-    text = _text(thread.answer(outcome.outbox_id))
+    text = unwrapped(thread.answer(outcome.outbox_id))
     assert 'lorelab did not understand this: unknown command "tset"' in text
     assert "Nothing was queued." in text
     # benchmark names are checked against the lab's registry
@@ -425,12 +344,13 @@ def test_each_command_of_a_mail_gets_its_own_answer(db, tmp_path):
 
 def test_commands_past_the_rate_limit_are_not_done_and_answered_once(db, tmp_path):
     thread = Thread(db, tmp_path, CommandSettings(rate_limit=3, window_minutes=60))
-    outcomes = [thread.send(thread.v1[0], MALLORY, f"#lorelab help\n\nask {i}")[1][0]
+    # five different commands (the same one asked again is answered once: test_command_flood)
+    outcomes = [thread.send(thread.v1[0], MALLORY, f"#lorelab test bench{i}")[1][0]
                 for i in range(5)]
-    assert [o.outcome for o in outcomes] == ["help", "help", "help", "limited", "limited"]
+    assert [o.outcome for o in outcomes] == ["not-understood"] * 3 + ["limited"] * 2
     limited, silent = outcomes[3:]
     assert limited.outbox_id is not None and silent.outbox_id is None
-    assert "at most 3 commands from one sender in 60 minutes" in _text(
+    assert "at most 3 commands from one sender in 60 minutes" in unwrapped(
         thread.answer(limited.outbox_id))
     with db.session() as session:
         states = list(session.scalars(sa.select(CommandRequest.state)
@@ -475,7 +395,8 @@ def test_lorelab_commands_scan_acts_once(tmp_path):
     db.dispose()
     config = tmp_path / "config.toml"
     config.write_text(f'[[trees]]\nname = "mm"\npath = "{thread.tree}"\n\n'
-                      '[report]\nfrom_address = "lorelab <lorelab@lorelab.example.org>"\n')
+                      '[report]\nfrom_address = "lorelab <lorelab@lorelab.example.org>"\n\n'
+                      f'[commands]\ndkim_keys = "{thread.key_table}"\n')
     cli = Lorelab(tmp_path / "home", db_url)
     cli.env["LORELAB_CONFIG"] = str(config)
     outcomes = cli.json("commands", "scan", "--no-dispatch")
@@ -498,7 +419,7 @@ def test_a_mail_outside_any_series_is_told_so(db, tmp_path):
               b"Subject: Re: a question\nDate: Mon, 30 Nov 2026 11:30:00 +0000\n"
               b"Message-ID: <q1@example.org>\nIn-Reply-To: <nowhere@example.org>\n\n"
               b"#lorelab test hackbench\n")
-    thread.store(lonely)
+    thread.store(sign(lonely, "example.org"))
     [outcome] = handle_command_mails(db, thread.settings, ["q1@example.org"],
                                      now=thread.clock)
     assert outcome.outcome == "not-understood" and outcome.series_version_id is None

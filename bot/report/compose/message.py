@@ -3,7 +3,9 @@
 - Subject: "Re: " and the original subject without its own Re:/Aw:/Sv: prefixes (one "Re:").
 - In-Reply-To: the parent; References: the parent's References, then the parent's Message-ID.
 - To the author; Cc the lists first, then the parent's To and Cc, without the author, the bot
-  and anyone opted out, capped (lists are never cut by the cap).
+  and anyone opted out, capped (lists are never cut by the cap). Only addresses a header can
+  carry are written (`ANSWERABLE`): when the author has none (`From: =?utf-8?q?a=40b?=` is a
+  name, not an address), the reply goes to the first of the others, the lists first.
 - Message-ID: derived from (reply kind, series version id, the version's anchor message-id), so
   composing the same reply again yields the same Message-ID and the outbox refuses a second
   copy. Command answers, which have no series version of their own, key on the command's
@@ -27,12 +29,15 @@ from bot.report.deliver.policy import OptOutList
 # Headers folded at 78 columns with "\n" line ends (the stored form; SMTP converts to CRLF).
 MAIL_POLICY = email_policy.default.clone(linesep="\n", max_line_length=78)
 
+# An address a reply can be sent to: dot-atom local part, host-name domain, ASCII.
+ANSWERABLE = re.compile(
+    r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
 _REPLY_PREFIX = re.compile(r"^(?:\s*(?:re|aw|sv|antw|vs|ref)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
 
 
 def reply_subject(original: str) -> str:
     """The reply's subject: "Re: " and the original without its reply prefixes or folding."""
-    subject = " ".join(original.split())
+    subject = " ".join(_printable(original).split())
     return "Re: " + _REPLY_PREFIX.sub("", subject)
 
 
@@ -81,12 +86,17 @@ def reply_recipients(
     lists = [Person("", address) for address in parent.lists]
     people = [*parent.to, *parent.cc, parent.sender]
     for person in (*lists, *people):
-        if not person.email or person.key in skip or person.key in cc or person.key in opt_out:
+        if (not ANSWERABLE.fullmatch(person.email) or person.key in skip or person.key in cc
+                or person.key in opt_out):
             continue
         if len(cc) >= max(cap, len(lists)):
             break
         cc[person.key] = person
     return tuple(cc.values())
+
+
+class NoRecipient(ValueError):
+    """The message answered names nobody a reply can be sent to."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,11 @@ def compose_reply(
     identity = options.identity
     opt_out = OptOutList(options.opt_out)
     cc = reply_recipients(parent, author, bot=identity.sender, opt_out=opt_out, cap=options.cc_cap)
+    if not ANSWERABLE.fullmatch(author.email):
+        if not cc:
+            raise NoRecipient(f"nobody to send the reply to <{parent.msgid}> to: its sender "
+                             f"{author.formatted()!r} has no address, and it has no list")
+        author, cc = cc[0], cc[1:]
     message_id = reply_message_id(identity.domain, kind, series_version_id, anchor,
                                   version=version, run_id=run_id)
     body = render_body(blocks, identity.signature_lines())
@@ -148,11 +163,17 @@ def compose_reply(
         series_version_id=series_version_id,
         message_id=message_id,
         author=author.key,
-        lists=tuple(p.key for p in cc if p.key in list_keys),
+        lists=tuple(p.key for p in (author, *cc) if p.key in list_keys),
         recipients=(author.key, *(p.key for p in cc)),
         body_blocks=tuple(blocks),
     )
 
 
 def _address(person: Person) -> Address:
-    return Address(display_name=person.name, addr_spec=person.email)
+    return Address(display_name=" ".join(_printable(person.name).split()),
+                   addr_spec=person.email)
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters (CR, LF, NUL, ...) as blanks: a header holds one line."""
+    return "".join(char if char.isprintable() else " " for char in text)
