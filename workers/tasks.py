@@ -1,26 +1,27 @@
 """The Celery tasks, one per step kind, each running a recorded step by its id.
 
 Named "lorelab.<step>": the control plane sends them by name (bot.runs.taskqueue). Time limits
-come from [celery]; transient failures (the database unreachable, a git lock held) are
-retried with backoff; anything else is recorded on the step's row by `bot.runs.steps.run_step`.
+come from [celery]; transient failures (the database or the broker unreachable, a git lock
+held) are retried with backoff up to minutes ([celery] max_retries, retry_backoff,
+retry_backoff_max), so that an outage of the database or the broker ends in a retry that
+succeeds; anything else is recorded on the step's row by `bot.runs.steps.run_step`.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
-import sqlalchemy as sa
+from celery import Task
 
+from bot.config import Settings
 from bot.db.session import Database, open_database
-from bot.runs.steps import TransientError
-from bot.runs.taskqueue import app, configured_settings
+from bot.runs.taskqueue import RETRYABLE, app, configured_settings, retry_delay
 from workers.kernel.steps import run_apply_step, run_build_step
 from workers.lab.step import run_bench_step
 from workers.report_step import run_report_step
 
-# How many retries: [celery] max_retries, set on each task by bot.runs.taskqueue.configure.
-_RETRY = {"autoretry_for": (TransientError, sa.exc.OperationalError), "retry_backoff": True,
-          "retry_backoff_max": 300, "acks_late": True}
+StepBody = Callable[[Database, Settings, int, "str | None"], None]
 
 
 @functools.cache
@@ -32,25 +33,33 @@ def database() -> Database:
     return _database(configured_settings().database.resolved_url())
 
 
-@app.task(bind=True, name="lorelab.apply", **_RETRY)
-def apply_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
-    run_apply_step(database(), configured_settings(), step_id, self.request.id)
+def run_retrying(task: Task, body: StepBody, step_id: int) -> int:
+    """Run step `step_id` with `body`; a transient failure is retried after `retry_delay`, and
+    after max_retries the step is left for the reaper of `lorelab run` (bot/runs/reaper.py)."""
+    settings = configured_settings()
+    try:
+        body(database(), settings, step_id, task.request.id)
+    except RETRYABLE as exc:
+        raise task.retry(exc=exc, countdown=retry_delay(task.request.retries, settings.celery),
+                         max_retries=settings.celery.max_retries) from None
     return step_id
 
 
-@app.task(bind=True, name="lorelab.build", **_RETRY)
-def build_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
-    run_build_step(database(), configured_settings(), step_id, self.request.id)
-    return step_id
+@app.task(bind=True, name="lorelab.apply", acks_late=True)
+def apply_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_apply_step, step_id)
 
 
-@app.task(bind=True, name="lorelab.bench", **_RETRY)
-def bench_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
-    run_bench_step(database(), configured_settings(), step_id, self.request.id)
-    return step_id
+@app.task(bind=True, name="lorelab.build", acks_late=True)
+def build_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_build_step, step_id)
 
 
-@app.task(bind=True, name="lorelab.report", **_RETRY)
-def report_task(self, step_id: int) -> int:  # type: ignore[no-untyped-def]
-    run_report_step(database(), configured_settings(), step_id, self.request.id)
-    return step_id
+@app.task(bind=True, name="lorelab.bench", acks_late=True)
+def bench_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_bench_step, step_id)
+
+
+@app.task(bind=True, name="lorelab.report", acks_late=True)
+def report_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_report_step, step_id)

@@ -67,9 +67,17 @@ class BuildSettings:
 class CelerySettings:
     # Empty broker_url: the embedded default, tasks run eagerly in the calling process.
     broker_url: str = ""  # e.g. redis://127.0.0.1:6379/0
-    result_backend: str = ""  # empty: the broker's URL
+    result_backend: str = ""  # empty: none (lorelab reads no task results)
     apply_time_limit: int = 600  # seconds
     build_time_limit: int = 4 * 3600
     bench_time_limit: int = 12 * 3600  # every benchmark of a review run, all its pairs
     max_tasks_per_child: int = 20
-    max_retries: int = 3  # for transient failures (database or git lock contention)
+    # Transient failures (the database or the broker unreachable, a git lock held) are retried
+    # after retry_backoff seconds, doubling up to retry_backoff_max (jittered): 12 retries ride
+    # out at least 14 minutes of outage (bot.runs.taskqueue.retry_delay).
+    max_retries: int = 12
+    retry_backoff: int = 2
+    retry_backoff_max: int = 300
+    # A step sent to the workers and still queued this long after it could start is sent again
+    # by `lorelab run` (bot/runs/reaper.py): its message was lost in a broker outage.
+    queued_deadline: int = 1800

@@ -435,6 +435,8 @@ class RunStep(Base):
     task_id: Mapped[str | None] = mapped_column(String(200))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     queued_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # When last sent to the workers; None: never sent (`lorelab run` sends it; bot/runs/reaper.py).
+    sent_at: Mapped[dt.datetime | None]
     started_at: Mapped[dt.datetime | None]
     finished_at: Mapped[dt.datetime | None]
     log_excerpt: Mapped[str] = mapped_column(Text, default="")

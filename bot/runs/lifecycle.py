@@ -1,4 +1,5 @@
-"""A run's life: made (with its queued steps), cancelled, superseded, retested, resumed.
+"""A run's life: made (with its queued steps), cancelled, superseded, retested, resumed, and
+what a failed send to the workers leaves on its rows (`record_unsent`).
 
 A run has steps `apply` (kind apply); `apply`, `build-base`, `build-patched` (kind build); or
 those and `bench`, `report` (kind review). `create_run` records it; `bot.runs.taskqueue`
@@ -100,6 +101,26 @@ def pending_steps(run: Run) -> list[RunStep]:
     if run.state in STOPPED:
         return []
     return [s for s in run.steps if s.state != StepState.DONE]
+
+
+def record_unsent(session: Session, run: Run, error: str, *, lasting: bool) -> None:
+    """A dispatch of `run` that failed, on its rows. A passing failure (the broker down) is
+    noted on its first unfinished step, which stays queued and unsent: `lorelab run` sends it
+    again (bot.runs.reaper). A lasting one (a row that cannot be sent: no such lab host) fails
+    the run's unfinished steps with the reason; `lorelab runs resume` after the fix."""
+    steps = [s for s in pending_steps(run) if s.state != StepState.FAILED]
+    if not steps:
+        return
+    if not lasting:
+        steps[0].error = f"not sent to the workers ({error}); `lorelab run` sends it again"
+        steps[0].sent_at = None
+        return
+    for step in steps:
+        step.state = StepState.FAILED
+        step.error = f"could not be sent to the workers: {error}"
+        step.finished_at = utcnow()
+    run.state = RunState.FAILED
+    run.updated_at = utcnow()
 
 
 def resume_run(session: Session, run: Run) -> list[RunStep]:

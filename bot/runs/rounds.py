@@ -3,15 +3,20 @@
 1. plan a review run for each new complete version a suite watches (bot.runs.planner), stopping the
    older versions' unfinished runs;
 2. act on `#lorelab` commands in mail stored since the last round (bot.commands.handler);
-3. send the new runs to the workers (Celery; eager in the embedded default);
+3. send the new runs to the workers (Celery; eager in the embedded default), and again the runs
+   an outage stranded (bot.runs.reaper);
 4. deliver the replies that are due (bot.report.deliver.delivery).
 Each part is idempotent: a round repeated after a crash plans, answers and sends nothing twice.
+Each part is also isolated: one that fails is logged and the others run; within a part, a run
+that cannot be sent, or a reply that cannot be delivered, is recorded on its row and the others
+go on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -19,10 +24,24 @@ import sqlalchemy as sa
 from bot.config import Settings, data_dir
 from bot.db.models import Message, Run, RunStep
 from bot.db.session import Database
+from bot.runs.lifecycle import record_unsent
+from bot.runs.reaper import find_overdue
 from bot.runs.states import RunState, StepState
-from bot.runs.taskqueue import send_run
+from bot.runs.taskqueue import RETRYABLE, send_run
 
 log = logging.getLogger(__name__)
+# What sending a run raises when its row cannot be sent: a lab host that is not configured
+# (ValueError), a step no task runs (KeyError).
+BAD_ROW = (ValueError, LookupError)
+
+
+class RoundFailed(RuntimeError):
+    """A part of the round failed (after every part ran): the caller does not move on past
+    the mail it covered, so the next round tries that part again."""
+
+    def __init__(self, done: Round) -> None:
+        super().__init__("; ".join(done.failed))
+        self.round = done
 
 
 @dataclass
@@ -33,7 +52,9 @@ class Round:
     superseded: list[int] = field(default_factory=list)
     commands: int = 0
     dispatched: list[int] = field(default_factory=list)
-    sent: list[int] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)  # runs an outage stranded, sent again
+    sent: list[int] = field(default_factory=list)  # reply ids
+    failed: list[str] = field(default_factory=list)  # the parts that failed, with why
 
 
 def unstarted_runs(db: Database) -> list[int]:
@@ -46,34 +67,97 @@ def unstarted_runs(db: Database) -> list[int]:
                                     .order_by(Run.id)))
 
 
+def send_or_record(db: Database, settings: Settings, run_id: int,
+                   from_step: int | None = None) -> bool:
+    """Send the run (bot.runs.taskqueue.send_run); a failure is recorded on its rows
+    (bot.runs.lifecycle.record_unsent) instead of raised: lasting when the row cannot be sent
+    (it names a lab host or a step that does not exist), else passing (the broker down, or
+    anything else: the run is sent again next round rather than lost)."""
+    try:
+        return send_run(db, settings, run_id, from_step)
+    except Exception as exc:  # noqa: BLE001 - recorded on the run's rows; the round goes on
+        lasting = isinstance(exc, BAD_ROW)
+        error = f"{type(exc).__name__}: {exc}"
+        log.log(logging.ERROR if lasting else logging.WARNING,
+                "run %d: not sent to the workers%s: %s", run_id,
+                "" if lasting else " (tried again next round)", error)
+        try:
+            with db.session() as session:
+                run = session.get(Run, run_id)
+                if run is not None:
+                    record_unsent(session, run, error, lasting=lasting)
+        except RETRYABLE as again:  # the database is down too: the reaper finds it unsent
+            log.warning("run %d: the failed send was not recorded: %s", run_id, again)
+        return False
+
+
 def dispatch_runs(db: Database, settings: Settings, run_ids: list[int]) -> list[int]:
-    return [run_id for run_id in run_ids if send_run(db, settings, run_id)]
+    """Send each run; those that could not be sent are recorded on their rows."""
+    return [run_id for run_id in run_ids if send_or_record(db, settings, run_id)]
+
+
+def resend_overdue(db: Database, settings: Settings) -> list[int]:
+    """Send again, from their overdue step on, the runs an outage stranded."""
+    resent = []
+    for late in find_overdue(db, settings.celery):
+        log.warning("run %d: step %d sent again: %s", late.run_id, late.step_id, late.why)
+        if send_or_record(db, settings, late.run_id, late.step_id):
+            resent.append(late.run_id)
+    return resent
 
 
 def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
-    """Plan, handle commands in mail stored after `since`, dispatch, deliver."""
-    from bot.commands.handler import handle_command_mails
-    from bot.report.deliver.delivery import deliver_due, make_transport
-    from bot.runs.planner import plan_new_versions
-
+    """Plan, handle commands in mail stored after `since`, dispatch, deliver; RoundFailed,
+    once every part ran, when one of them failed."""
     result = Round()
-    with db.session() as session:
-        for planned in plan_new_versions(session, settings):
-            result.planned.append(planned.run_id)
-            result.superseded.extend(planned.superseded)
-    with db.session() as session:
-        new_mail = list(session.scalars(sa.select(Message.msgid).where(
-            Message.ingested_at > since, Message.reply.is_(True)).order_by(Message.id)))
     command_runs: list[int] = []
-    if new_mail:
-        outcomes = handle_command_mails(db, settings, new_mail)
-        result.commands = len(outcomes)
-        command_runs = [run_id for o in outcomes for run_id in o.run_ids]
-    result.dispatched = dispatch_runs(db, settings, [*result.planned, *command_runs])
-    delivery = deliver_due(db, make_transport(settings.report, data_dir()), settings.report)
-    result.sent = list(delivery.sent)
-    if any((result.planned, result.commands, result.dispatched, result.sent)):
-        log.info("pipeline: planned %s, superseded %s, %d commands, dispatched %s, sent %s",
-                 result.planned, result.superseded, result.commands, result.dispatched,
-                 result.sent)
+
+    def part(name: str, body: Callable[[], None]) -> None:
+        try:
+            body()
+        except Exception as exc:  # noqa: BLE001 - logged; the next parts and round go on
+            if isinstance(exc, RETRYABLE):  # an outage: one line a round, not a traceback
+                log.warning("pipeline: %s failed, the other parts go on: %s", name, exc)
+            else:
+                log.exception("pipeline: %s failed; the other parts go on", name)
+            result.failed.append(f"{name}: {type(exc).__name__}: {exc}")
+
+    def plan() -> None:
+        from bot.runs.planner import plan_new_versions
+
+        with db.session() as session:
+            for planned in plan_new_versions(session, settings):
+                result.planned.append(planned.run_id)
+                result.superseded.extend(planned.superseded)
+
+    def commands() -> None:
+        from bot.commands.handler import handle_command_mails
+
+        with db.session() as session:
+            new_mail = list(session.scalars(sa.select(Message.msgid).where(
+                Message.ingested_at > since, Message.reply.is_(True)).order_by(Message.id)))
+        if new_mail:
+            outcomes = handle_command_mails(db, settings, new_mail)
+            result.commands = len(outcomes)
+            command_runs.extend(run_id for o in outcomes for run_id in o.run_ids)
+
+    def dispatch() -> None:
+        result.dispatched = dispatch_runs(db, settings, [*result.planned, *command_runs])
+        result.resent = resend_overdue(db, settings)
+
+    def deliver() -> None:
+        from bot.report.deliver.delivery import deliver_due, make_transport
+
+        delivery = deliver_due(db, make_transport(settings.report, data_dir()), settings.report)
+        result.sent = list(delivery.sent)
+
+    for name, body in (("planning", plan), ("commands", commands), ("dispatch", dispatch),
+                       ("delivery", deliver)):
+        part(name, body)
+    if any((result.planned, result.commands, result.dispatched, result.resent, result.sent)):
+        log.info("pipeline: planned %s, superseded %s, %d commands, dispatched %s, "
+                 "sent again %s, replies sent %s", result.planned, result.superseded,
+                 result.commands, result.dispatched, result.resent, result.sent)
+    if result.failed:
+        raise RoundFailed(result)
     return result

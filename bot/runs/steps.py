@@ -3,12 +3,16 @@
 A step is `queued` when a run is made, `running` (with host:pid, start time and attempt
 number) while a worker has it, then `done` or `failed` with its result, log excerpt and error.
 A worker killed mid-step leaves `running`; running the step again (a Celery retry, a redelivery
-after acks_late, or `lorelab runs resume`) starts it over: every step is idempotent.
+after acks_late, or `lorelab runs resume`) starts it over: every step is idempotent. A
+duplicate message (one the reaper of `lorelab run` sent again while the first was only slow)
+does nothing: a step starts only once every earlier step of its run has ended, and not while
+another live task holds it (`may_start`); two workers that take the same queued step race on
+its attempt number, and one of them wins.
 
 `run_step` is the one recorder every step body runs under: it marks the step running, runs the
 body, and records its end; a `StepFailed` is a failure the body names, any other exception is
-recorded with its traceback (the worker lives on), and a `TransientError` goes to Celery to
-retry.
+recorded with its traceback (the worker lives on), and a transient failure (`TransientError`,
+the database unreachable) goes to Celery to retry.
 """
 
 from __future__ import annotations
@@ -36,6 +40,11 @@ LISTENERS: list[Callable[[int, str, str], None]] = []
 
 class TransientError(RuntimeError):
     """A failure worth retrying (database unreachable, a git lock held): Celery retries it."""
+
+
+# What a step's body may raise that says nothing about the step: retried, never recorded as its
+# outcome (a build that failed because PostgreSQL restarted under it did not fail).
+TRANSIENT_ERRORS = (TransientError, sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 class StepFailed(Exception):
@@ -68,7 +77,7 @@ def run_step(db: Database, step_id: int, task_id: str | None,
         return
     try:
         end = body()
-    except TransientError:
+    except TRANSIENT_ERRORS:
         raise
     except StepFailed as exc:
         end = StepEnd(ok=False, result=exc.result, log=exc.log, error=str(exc))
@@ -106,21 +115,38 @@ def stored_step(session: Session, step_id: int, *, lock: bool = False) -> RunSte
     return step
 
 
+def may_start(step: RunStep, task_id: str | None, earlier: list[str]) -> bool:
+    """Whether task `task_id` may run `step`, whose earlier steps are in states `earlier`:
+    not when one of them has not ended (a duplicate chain got ahead of the run), nor while the
+    step runs under another task whose worker is alive (a duplicate message). The same task
+    may: a Celery retry or a redelivery after its worker was lost."""
+    if any(state in (StepState.QUEUED, StepState.RUNNING) for state in earlier):
+        return False
+    if step.state != StepState.RUNNING or (task_id is not None and step.task_id == task_id):
+        return True
+    return worker_gone(step.state, step.host)
+
+
 def start_step(db: Database, step_id: int, task_id: str | None = None) -> bool:
-    """Mark the step running; False when it is done (a duplicate delivery) or its run was
-    cancelled or superseded while it waited in the queue."""
+    """Mark the step running; False when it is done (a duplicate delivery), its run was
+    cancelled or superseded while it waited in the queue, or `may_start` says no."""
     with db.session() as session:
         step = stored_step(session, step_id, lock=True)
-        if step.state in (StepState.DONE, *STOPPED) or step.run.state in STOPPED:
-            return False
-        step.state = StepState.RUNNING
-        step.host = process_tag()
-        step.task_id = task_id or step.task_id
-        step.attempts += 1
-        step.started_at = utcnow()
-        step.finished_at = None
-        step.error = None
         run = step.run
+        if step.state in (StepState.DONE, *STOPPED) or run.state in STOPPED:
+            return False
+        if not may_start(step, task_id, [s.state for s in run.steps if s.id < step.id]):
+            return False
+        # Compare-and-set on the attempt number: of two workers that read the same row, one
+        # starts the step.
+        started = session.execute(
+            sa.update(RunStep).where(RunStep.id == step_id, RunStep.attempts == step.attempts)
+            .values(state=StepState.RUNNING, host=process_tag(),
+                    task_id=task_id or step.task_id, attempts=step.attempts + 1,
+                    started_at=utcnow(), finished_at=None, error=None)
+            .execution_options(synchronize_session=False))
+        if started.rowcount != 1:  # type: ignore[attr-defined]
+            return False
         run.state = RunState.RUNNING
         run.updated_at = utcnow()
         run_id, name = run.id, step.name

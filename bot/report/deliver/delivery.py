@@ -102,8 +102,23 @@ def deliver_due(
         ).all()
     opt_out = OptOutList([*settings.opt_out, *extra_opt_out])
     for reply_id in due:
-        _deliver_one(db, transport, settings, reply_id, opt_out, now, run)
+        try:
+            _deliver_one(db, transport, settings, reply_id, opt_out, now, run)
+        except Exception as exc:  # noqa: BLE001 - one bad row must not stop the others
+            if isinstance(exc, sa.exc.OperationalError):
+                raise  # the database is down: nothing can be recorded, the next run retries
+            _record_broken(db, reply_id, exc, now)
+            run.failed.append(reply_id)
     return run
+
+
+def _record_broken(db: Database, reply_id: int, exc: Exception, now: dt.datetime) -> None:
+    """A reply lorelab failed on before it was claimed (a row it cannot read): failed, with
+    why; nothing was sent."""
+    with db.session() as session:
+        _transition(session, reply_id, (QUEUED,), now, state=FAILED,
+                    last_error=f"lorelab could not send this reply ({type(exc).__name__}: "
+                               f"{exc}); a bug: `lorelab outbox retry {reply_id}` after the fix")
 
 
 def _deliver_one(
@@ -158,12 +173,15 @@ def _deliver_one(
     if not claimed:
         return
 
+    committed: list[bool] = []
+
     def commit_point() -> None:
         with db.session() as session:
             if not _transition(
                 session, reply_id, (SENDING,), utcnow(), holder=token, state=COMMITTING
             ):
                 raise ClaimLost(f"reply {reply_id} is no longer claimed by {token}")
+        committed.append(True)
 
     try:
         note = transport.send(envelope, commit_point)
@@ -178,6 +196,18 @@ def _deliver_one(
         error = f"{exc}; check the list archive, then `lorelab outbox retry {reply_id}`"
         _finish(db, reply_id, token, IN_DOUBT, now, last_error=error)
         run.in_doubt.append(reply_id)
+    except Exception as exc:  # noqa: BLE001 - a transport's bug: recorded, the others go on
+        if isinstance(exc, sa.exc.OperationalError):
+            raise  # the database is down: recovery resolves the claim on the next run
+        error = f"lorelab failed sending this reply ({type(exc).__name__}: {exc}); a bug"
+        if committed:  # past the end of the message: it may have been accepted
+            _finish(db, reply_id, token, IN_DOUBT, now, last_error=f"{error}; check the list "
+                    f"archive, then `lorelab outbox retry {reply_id}`")
+            run.in_doubt.append(reply_id)
+        else:
+            _finish(db, reply_id, token, FAILED, now,
+                    last_error=f"{error}: `lorelab outbox retry {reply_id}` after the fix")
+            run.failed.append(reply_id)
     else:
         _finish(db, reply_id, token, SENT, now, sent_at=utcnow(), last_error=None, reason=note)
         run.sent.append(reply_id)
