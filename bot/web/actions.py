@@ -1,14 +1,16 @@
 """What an admin may do from the status site: approve a reply, retest or cancel a run.
 
-Each action checks the admin token first (`check_token`), then changes rows in the caller's
-session through the same functions the CLI uses (bot.report.deliver.outbox, bot.runs.lifecycle); the
-caller commits. A retest's steps are sent to Celery only after that commit (`dispatch`), so a
-worker never looks for a run that is not there yet.
+Each action checks where the request came from (`check_origin`: a page of another site may not
+post to this one, token or not) and the admin token (`check_token`), then changes rows in the
+caller's session through the same functions the CLI uses (bot.report.deliver.outbox,
+bot.runs.lifecycle); the caller commits. A retest's steps are sent to Celery only after that
+commit (`dispatch`), so a worker never looks for a run that is not there yet.
 """
 
 from __future__ import annotations
 
 import hmac
+from urllib.parse import urlsplit
 
 from sqlalchemy.orm import Session
 
@@ -38,6 +40,31 @@ def check_token(configured: str, given: str | None) -> None:
         raise ActionError(403, DISABLED)
     if not given or not hmac.compare_digest(given.encode(), configured.encode()):
         raise ActionError(401, "this action needs the admin token ([web] admin_token)")
+
+
+def site_of(url: str) -> str:
+    """The host[:port] of a URL as a browser's Origin names it (no default port), "" if none."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.lower().rsplit("@", 1)[-1]
+    default = {"http": ":80", "https": ":443"}.get(parts.scheme)
+    return netloc.removesuffix(default) if default else netloc
+
+
+def check_origin(origin: str | None, referer: str | None, sites: set[str]) -> None:
+    """403 when a browser says the request comes from a page that is not on one of `sites`
+    (host[:port], see `site_of`: this site as the request reached it, and as [web] base_url
+    names it). A browser sends Origin (or at least Referer) with every form POST, so a page
+    elsewhere cannot make an admin's browser act; a request with neither (curl, a script with
+    the bearer token) is not a browser's."""
+    source = origin or referer
+    if source is None:
+        return
+    site = "" if source == "null" else site_of(source)
+    if not site or site not in sites:
+        parts = urlsplit(source)
+        shown = f"{parts.scheme}://{parts.netloc}" if parts.netloc else source
+        raise ActionError(403, f"cross-site request refused: it came from a page on {shown}, "
+                               "not from this site; use the form on lorelab's own page")
 
 
 def _run(session: Session, run_id: int) -> Run:

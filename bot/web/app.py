@@ -3,8 +3,10 @@
 Pages are rendered on the server and work without JavaScript: plain links, GET forms for the
 filters, POST forms for admin actions. Both faces read through bot.web.queries; admin actions
 (bot.web.actions) need the [web] admin_token: as a form field from a page, as
-`Authorization: Bearer TOKEN` from the API. Unknown ids answer 404, as a page or as JSON
-`{"detail": "..."}` under /api/.
+`Authorization: Bearer TOKEN` from the API; they refuse a page of another site (Origin check)
+and an address that sent too many wrong tokens (bot.web.throttle). Unknown ids answer 404;
+ids and offsets no database column can hold, 422; as a page, or as JSON `{"detail": ...}` under
+/api/. Every answer carries the security headers of bot.web.headers.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import datetime as dt
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
-from fastapi import BackgroundTasks, Depends, FastAPI, Form, HTTPException, Query, Request
+from fastapi import BackgroundTasks, Depends, FastAPI, Form, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import (
     HTMLResponse,
@@ -25,6 +28,7 @@ from fastapi.responses import (
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import AfterValidator
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -34,10 +38,15 @@ from bot.db.session import Database, ensure_schema, open_database
 from bot.report.compose.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
 from bot.series.views import LORE
 from bot.web import actions, configs, queries
+from bot.web.headers import SecurityHeaders
 from bot.web.plots import Point, distribution_svg, run_order_svg
+from bot.web.throttle import TokenThrottle
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+# Ids are `integer` columns (32 bits on PostgreSQL): a larger one can name no row, and would
+# make the database fail rather than find nothing. No list is longer either (offsets).
+MAX_ID = 2**31 - 1
 
 
 def _session(request: Request) -> Iterator[Session]:
@@ -45,15 +54,24 @@ def _session(request: Request) -> Iterator[Session]:
         yield session
 
 
+def _no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL, so no stored name has one: say so instead of failing.
+    if "\x00" in value:
+        raise ValueError("a NUL character (%00) matches nothing lorelab stores: leave it out")
+    return value
+
+
 # Parameters shared by routes; at module level so that FastAPI can resolve the annotations.
 Db = Annotated[Session, Depends(_session)]
-ListQuery = Annotated[str, Query(alias="list", description="A list name, e.g. linux-mm.")]
+Text = AfterValidator(_no_nul)
+ListQuery = Annotated[str, Query(alias="list", description="A list name, e.g. linux-mm."), Text]
 StateQuery = Annotated[str, Query(
     description=f"The state of the series' latest run: {', '.join(queries.RUN_STATES)}, "
-                f"or '{queries.NEVER_RUN}' for series never run.")]
-AuthorQuery = Annotated[str, Query(description="Part of the author's name or address.")]
+                f"or '{queries.NEVER_RUN}' for series never run."), Text]
+AuthorQuery = Annotated[str, Query(description="Part of the author's name or address."), Text]
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
-OffsetQuery = Annotated[int, Query(ge=0)]
+OffsetQuery = Annotated[int, Query(ge=0, le=MAX_ID)]
+Id = Annotated[int, Path(ge=1, le=MAX_ID, description=f"A row id, 1 to {MAX_ID}.")]
 Bearer = Annotated[HTTPAuthorizationCredentials | None,
                    Depends(HTTPBearer(auto_error=False, description="The [web] admin_token"))]
 Token = Annotated[str, Form(description="The [web] admin_token")]
@@ -122,23 +140,51 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         summary="Patch series, their runs, benchmark campaigns and lab hosts.",
         description="Read-only without a token. Admin actions (POST) need "
                     "`Authorization: Bearer <[web] admin_token>`.",
+        # The interactive docs would run a CDN's JavaScript in this origin (and break the CSP);
+        # the schema is served at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.db = db
+    app.add_middleware(SecurityHeaders)
+    throttle = TokenThrottle()
+    base_sites = {actions.site_of(base_url)} if base_url else set()
 
-    def page(request: Request, name: str, status_code: int = 200, **context: Any
-             ) -> HTMLResponse:
+    def page(request: Request, name: str, status_code: int = 200,
+             headers: dict[str, str] | None = None, **context: Any) -> HTMLResponse:
         context.setdefault("admin_enabled", bool(admin_token))
-        return templates.TemplateResponse(request, name, context, status_code=status_code)
+        context.setdefault("csp_nonce", request.state.csp_nonce)
+        return templates.TemplateResponse(request, name, context, status_code=status_code,
+                                          headers=headers)
 
     def found(value: Any, what: str, ident: int) -> Any:
         if value is None:
             raise HTTPException(404, f"no {what} {ident}")
         return value
 
-    def act(action: Callable[[Session], Any], token: str | None) -> Any:
-        """Check the token, run the action in a transaction of its own."""
+    def admit(request: Request, token: str | None) -> None:
+        """Refuse a page of another site, an address that sent too many wrong tokens (without
+        comparing this one), and a wrong token (counted)."""
+        address = request.client.host if request.client else "unknown"
+        here = actions.site_of(f"{request.url.scheme}://{request.headers.get('host', '')}")
+        actions.check_origin(request.headers.get("origin"), request.headers.get("referer"),
+                             {here, *base_sites})
+        wait = throttle.wait(address)
+        if wait:
+            raise HTTPException(429, f"too many wrong admin tokens from {address} (at most "
+                                     f"{throttle.limit} a minute): try again in {wait} s",
+                                headers={"Retry-After": str(wait)})
         try:
             actions.check_token(admin_token, token)
+        except actions.ActionError as exc:
+            if exc.status == 401 and token:
+                throttle.failed(address)
+            raise
+
+    def act(request: Request, action: Callable[[Session], Any], token: str | None) -> Any:
+        """Admit the request, run the action in a transaction of its own."""
+        try:
+            admit(request, token)
             with db.session() as s:
                 return action(s)
         except actions.ActionError as exc:
@@ -149,7 +195,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
                headers: dict[str, str] | None = None) -> Response:
         if request.url.path.startswith("/api/"):
             return JSONResponse({"detail": message}, status_code=status, headers=headers)
-        return page(request, "error.html", status_code=status, status=status, message=message)
+        return page(request, "error.html", status_code=status, headers=headers, status=status,
+                    message=message)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -162,7 +209,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'][1:])}: {e['msg']}"
                              for e in exc.errors())
         if request.url.path.startswith("/api/"):
-            return JSONResponse({"detail": exc.errors()}, status_code=422)
+            # jsonable_encoder: an error's context may hold the exception a validator raised
+            return JSONResponse({"detail": jsonable_encoder(exc.errors())}, status_code=422)
         return _error(request, 422, f"bad request: {problems}")
 
     # --- JSON API -----------------------------------------------------------------------------
@@ -176,17 +224,17 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
 
     @app.get("/api/series/{series_id}", tags=["series"],
              summary="A series: versions, patches, runs, campaigns and replies")
-    def api_series_detail(series_id: int, s: Db) -> queries.SeriesDetail:
+    def api_series_detail(series_id: Id, s: Db) -> queries.SeriesDetail:
         return found(queries.series_detail(s, series_id, base_url=base_url), "series",
                      series_id)
 
     @app.get("/api/runs/{run_id}", tags=["runs"], summary="A run, its steps and campaigns")
-    def api_run(run_id: int, s: Db) -> queries.RunView:
+    def api_run(run_id: Id, s: Db) -> queries.RunView:
         return found(queries.run_detail(s, run_id, base_url=base_url), "run", run_id)
 
     @app.get("/api/campaigns/{campaign_id}", tags=["lab"],
              summary="A lab campaign with its verdicts and every raw sample")
-    def api_campaign(campaign_id: int, s: Db) -> queries.CampaignView:
+    def api_campaign(campaign_id: Id, s: Db) -> queries.CampaignView:
         return found(queries.campaign_detail(s, campaign_id, base_url=base_url), "campaign",
                      campaign_id)
 
@@ -199,24 +247,25 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
 
     @app.post("/api/runs/{run_id}/retest", tags=["admin"], status_code=201,
               summary="Queue a new run like this one (admin)")
-    def api_retest(run_id: int, credentials: Bearer, tasks: BackgroundTasks
+    def api_retest(run_id: Id, credentials: Bearer, tasks: BackgroundTasks, request: Request
                    ) -> queries.RunView:
-        new_id = act(lambda s: actions.retest(s, run_id).id, _token(credentials))
+        new_id = act(request, lambda s: actions.retest(s, run_id).id, _token(credentials))
         tasks.add_task(actions.dispatch, db, settings, new_id)
         with db.session() as s:
             return found(queries.run_detail(s, new_id, base_url=base_url), "run", new_id)
 
     @app.post("/api/runs/{run_id}/cancel", tags=["admin"],
               summary="Cancel a run that has not finished (admin)")
-    def api_cancel(run_id: int, credentials: Bearer) -> queries.RunView:
-        act(lambda s: actions.cancel(s, run_id), _token(credentials))
+    def api_cancel(run_id: Id, credentials: Bearer, request: Request) -> queries.RunView:
+        act(request, lambda s: actions.cancel(s, run_id), _token(credentials))
         with db.session() as s:
             return found(queries.run_detail(s, run_id, base_url=base_url), "run", run_id)
 
     @app.post("/api/replies/{reply_id}/approve", tags=["admin"],
               summary="Let a reply that waits for moderation go out (admin)")
-    def api_approve(reply_id: int, credentials: Bearer) -> queries.ReplyView:
-        return act(lambda s: queries.reply_view(actions.approve_reply(s, reply_id, "web")),
+    def api_approve(reply_id: Id, credentials: Bearer, request: Request) -> queries.ReplyView:
+        return act(request,
+                   lambda s: queries.reply_view(actions.approve_reply(s, reply_id, "web")),
                    _token(credentials))
 
     # --- HTML pages ---------------------------------------------------------------------------
@@ -232,7 +281,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
                     more=len(rows) > limit)
 
     @app.get("/series/{series_id}", response_class=HTMLResponse, include_in_schema=False)
-    def series_page(request: Request, series_id: int, s: Db,
+    def series_page(request: Request, series_id: Id, s: Db,
                     version: int | None = None) -> HTMLResponse:
         detail = found(queries.series_detail(s, series_id), "series", series_id)
         versions = detail.series["versions"]
@@ -255,13 +304,13 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
                              if shown and r.series_version_id == shown["id"]])
 
     @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
-    def run_page(request: Request, run_id: int, s: Db) -> HTMLResponse:
+    def run_page(request: Request, run_id: Id, s: Db) -> HTMLResponse:
         run = found(queries.run_detail(s, run_id), "run", run_id)
         return page(request, "run.html", run=run)
 
     @app.get("/runs/{run_id}/config", response_class=PlainTextResponse,
              include_in_schema=False)
-    def run_config(run_id: int, s: Db) -> PlainTextResponse:
+    def run_config(run_id: Id, s: Db) -> PlainTextResponse:
         # The reply's reproduce section fetches it: the exact .config, byte for byte.
         text = configs.built_config(s, run_id)
         if text is None:
@@ -269,7 +318,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         return PlainTextResponse(text)
 
     @app.get("/campaigns/{campaign_id}", response_class=HTMLResponse, include_in_schema=False)
-    def campaign_page(request: Request, campaign_id: int, s: Db) -> HTMLResponse:
+    def campaign_page(request: Request, campaign_id: Id, s: Db) -> HTMLResponse:
         campaign = found(queries.campaign_detail(s, campaign_id), "campaign", campaign_id)
         plots = _plots(campaign.samples or [], None, f"c{campaign.id}")
         return page(request, "campaign.html", campaign=campaign, plots=plots)
@@ -279,20 +328,20 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         return page(request, "hosts.html", lab=queries.lab_hosts(s, settings))
 
     @app.post("/runs/{run_id}/retest", include_in_schema=False)
-    def retest_form(run_id: int, tasks: BackgroundTasks, token: Token = ""
+    def retest_form(request: Request, run_id: Id, tasks: BackgroundTasks, token: Token = ""
                     ) -> RedirectResponse:
-        new_id = act(lambda s: actions.retest(s, run_id).id, token)
+        new_id = act(request, lambda s: actions.retest(s, run_id).id, token)
         tasks.add_task(actions.dispatch, db, settings, new_id)
         return RedirectResponse(f"/runs/{new_id}", status_code=303)
 
     @app.post("/runs/{run_id}/cancel", include_in_schema=False)
-    def cancel_form(run_id: int, token: Token = "") -> RedirectResponse:
-        act(lambda s: actions.cancel(s, run_id), token)
+    def cancel_form(request: Request, run_id: Id, token: Token = "") -> RedirectResponse:
+        act(request, lambda s: actions.cancel(s, run_id), token)
         return RedirectResponse(f"/runs/{run_id}", status_code=303)
 
     @app.post("/replies/{reply_id}/approve", include_in_schema=False)
-    def approve_form(reply_id: int, token: Token = "") -> RedirectResponse:
-        about = act(lambda s: queries.reply_version(
+    def approve_form(request: Request, reply_id: Id, token: Token = "") -> RedirectResponse:
+        about = act(request, lambda s: queries.reply_version(
             s, actions.approve_reply(s, reply_id, "web")), token)
         target = f"/series/{about[0]}?version={about[1]}" if about else "/"
         return RedirectResponse(f"{target}#reply-{reply_id}", status_code=303)
