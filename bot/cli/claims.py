@@ -11,6 +11,7 @@ out quoted copies of claims already shown. `--json` prints `MessageClaims.to_dic
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 import typer
@@ -19,12 +20,14 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from bot.analysis.claims import JudgedClaim, MessageClaims, analyse_message, drop_repeated_quotes
-from bot.analysis.claims.input import MessageText, read_message_text
-from bot.analysis.claims.message import unreadable_message
 from bot.cli.context import UserError, emit_json
 
+if TYPE_CHECKING:  # the claims reader imports scipy: only `lorelab claims` pays for it
+    from bot.analysis.claims import JudgedClaim, MessageClaims
+    from bot.analysis.claims.input import MessageText
+
 THREAD_FORMAT = "lorelab-claims-thread/1"
+EX_DATAERR = 65  # sysexits.h: the input is not what the command reads
 
 STATUS_STYLE = {
     "judged": "bold",
@@ -50,6 +53,9 @@ def claims(
     as_json: bool = typer.Option(False, "--json", help="Print the claims as JSON."),
 ) -> None:
     """Find the performance claims in a message, quoted or not, and judge what they can support."""
+    from bot.analysis.claims import drop_repeated_quotes
+    from bot.analysis.claims.input import read_message_text
+
     path = Path(target)
     if path.is_file():
         if thread:
@@ -58,6 +64,11 @@ def claims(
             raws = [path.read_bytes()]
         except OSError as exc:
             raise UserError(f"cannot read {target}: {exc.strerror}") from None
+        unreadable = read_message_text(raws[0]).unreadable
+        if unreadable:
+            why = unreadable.removesuffix(", not text")
+            what = "not text mail" if why == "binary data" else "too large to read as mail"
+            raise UserError(f"{target}: {what} ({why})", exit_code=EX_DATAERR)
     elif "@" not in target:
         raise UserError(f"{target}: no such file, and not a Message-ID (no '@')")
     else:
@@ -85,6 +96,9 @@ def claims(
 
 
 def _analyse(message: MessageText) -> MessageClaims:
+    from bot.analysis.claims import analyse_message
+    from bot.analysis.claims.message import unreadable_message
+
     if message.unreadable:
         return unreadable_message(
             message.subject, message.sender, message.msgid, message.unreadable

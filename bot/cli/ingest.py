@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,9 @@ from bot.ingest.sources import MboxFile, RawMail, SourceError, iter_maildir
 if TYPE_CHECKING:
     from bot.ingest.prepare import PreparedBatch
     from bot.ingest.store import IngestSummary
+
+EX_NOINPUT = 66  # sysexits.h: the input does not exist or cannot be read
+EX_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 ingest_app = typer.Typer(help="Store list mail from an mbox, a maildir or standard input.")
 
@@ -44,7 +49,7 @@ def _run(
         console=console,
         disable=not show,
     )
-    with progress:
+    with progress, _stop_between_batches() as stop_asked:
         task = progress.add_task("ingest", total=total_bytes, count=0)
         done = 0
 
@@ -53,6 +58,8 @@ def _run(
             done += batch.read
             size = batch.bytes_read if total_bytes is not None else batch.read
             progress.update(task, advance=size, count=done)
+            if stop_asked():
+                raise KeyboardInterrupt
 
         try:
             summary = ingest(
@@ -64,8 +71,32 @@ def _run(
                 on_batch=advance,
             )
         except SourceError as exc:
-            raise UserError(str(exc), exit_code=66) from None  # EX_NOINPUT
+            raise UserError(str(exc), exit_code=EX_NOINPUT) from None
+        except KeyboardInterrupt:
+            # Each batch is committed whole, then counted: what was counted is stored, and a
+            # rerun skips it (stored mail is known by its Message-ID).
+            raise UserError(f"interrupted after {done} stored; run again to continue",
+                            exit_code=EX_INTERRUPTED) from None
     _report(summary, as_json)
+
+
+@contextmanager
+def _stop_between_batches() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C asks to stop once the batch being stored is committed (and counted); a second
+    one stops at once. Parse workers, forked while this handler is set, keep working on the
+    first: a terminal sends SIGINT to them too, and they must not die with a traceback."""
+    asked: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if asked:
+            raise KeyboardInterrupt
+        asked.append(signum)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield lambda: bool(asked)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _report(summary: IngestSummary, as_json: bool) -> None:
@@ -87,8 +118,11 @@ def ingest_mbox(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Store every message of an mbox file."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a directory; for a maildir use `lorelab ingest maildir`",
+                        exit_code=EX_NOINPUT)
     if not path.is_file():
-        raise UserError(f"{path}: no such file", exit_code=66)
+        raise UserError(f"{path}: no such file", exit_code=EX_NOINPUT)
     total = os.path.getsize(path) if path.suffix != ".gz" else None
     _run(MboxFile(path), total, list_name, as_json)
 

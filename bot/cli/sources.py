@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from bot.cli.context import UserError, console, emit_json, settings, stdout_console
 from bot.cli.database import open_database
-from bot.cli.ingest import ingest_app
+from bot.cli.ingest import EX_NOINPUT, ingest_app
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from bot.ingest.lore import LoreSource
     from bot.ingest.pigit import PiGitSource
 
+EX_USAGE = 2  # as click exits on any other bad argument
 EX_TEMPFAIL = 75
 
 
@@ -28,7 +29,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
+    # lorelab's own progress; not the libraries' (Alembic's on a new database, urllib3's).
+    logging.getLogger("bot").setLevel(logging.INFO)
 
 
 LIST_OPTION = typer.Option(None, "--list", "-l", help="The list these messages are filed under.")
@@ -49,7 +52,7 @@ def _poll_loop(
             summary = _poll(source, db, cfg, show_progress=not as_json)
         except Exception as exc:  # noqa: BLE001 - reported, and retried unless --once
             if once:
-                raise UserError(f"{source.key.location}: poll failed: {exc}", EX_TEMPFAIL) from None
+                _poll_failed(source, exc)
             logging.getLogger(__name__).error("%s: poll failed, will retry: %s",
                                                source.key.location, exc)
         else:
@@ -61,13 +64,24 @@ def _poll_loop(
             return
 
 
+def _poll_failed(source: LoreSource | PiGitSource, exc: Exception) -> NoReturn:
+    """The one line a failed `--once` poll ends with, and whether to try again (75) or not."""
+    from bot.ingest.pigit import GitArchiveError, PiGitSource
+
+    if getattr(exc, "unreachable", False):  # no network, or no such host: its own words
+        raise UserError(str(exc), EX_TEMPFAIL) from None
+    if isinstance(source, PiGitSource) and not source.remote and isinstance(exc, GitArchiveError):
+        raise UserError(str(exc), EX_NOINPUT) from None  # a local path that is no archive
+    raise UserError(f"{source.key.location}: poll failed: {exc}", EX_TEMPFAIL) from None
+
+
 def _poll(source: LoreSource | PiGitSource, db: Database, cfg: Settings, *,
           show_progress: bool) -> LiveSummary:
     """One poll; a git walk shows its progress bar on a terminal."""
     from bot.ingest.pigit import PiGitSource
 
     if not isinstance(source, PiGitSource):
-        return source.poll(db, cfg.ingest, cfg.lists)
+        return source.poll(db, cfg.ingest, cfg.lists, max_age_days=cfg.plan.max_age_days)
     from bot.cli.progress import WalkBar
 
     with WalkBar(console, enabled=show_progress and console.is_terminal) as bar:
@@ -83,8 +97,11 @@ def ingest_lore(
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Follow a list's new.atom feed (backfilling by search after an outage)."""
+    from bot.config.sections import archive_url_problem
     from bot.ingest.lore import LoreSource
 
+    if problem := archive_url_problem(url):
+        raise UserError(problem, exit_code=EX_USAGE)
     _logging()
     _poll_loop(LoreSource(url, list_name), once, interval, as_json)
 
@@ -100,8 +117,11 @@ def ingest_pi_git(
     """Import a public-inbox git archive, then only its new commits on each run."""
     from bot.ingest.pigit import PiGitSource
 
+    source = PiGitSource(location, list_name)
+    if not source.remote and not source.root.is_dir():
+        raise UserError(f"{location}: no such directory", exit_code=EX_NOINPUT)
     _logging()
-    _poll_loop(PiGitSource(location, list_name), once, interval, as_json)
+    _poll_loop(source, once, interval, as_json)
 
 
 def run_service(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config.build import BuildSettings, CelerySettings
+from bot.config.checks import problems
 from bot.config.lab_hosts import LabHostSettings
 from bot.config.paths import APP_NAME, data_dir, default_config_path
 from bot.config.report import ReportSettings
@@ -121,7 +122,8 @@ def _apply_section(target: Any, values: dict[str, Any], label: Callable[[str], s
 
 
 def load_settings(path: str | Path | None = None, env: dict[str, str] | None = None) -> Settings:
-    """Read the TOML file (if there is one) and apply `LORELAB_*` overrides."""
+    """Read the TOML file (if there is one), apply `LORELAB_*` overrides, and check the result
+    (bot.config.checks): ConfigError names the first setting that cannot be used."""
     env = dict(os.environ if env is None else env)
     explicit = path or env.get("LORELAB_CONFIG")
     config_path = Path(explicit) if explicit else default_config_path()
@@ -157,6 +159,7 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
             f"config file {config_path} does not exist; "
             f"create one with `lorelab init {config_path}`"
         )
+    from_env: dict[str, str] = {}  # "[section] key" -> the variable that set it
     for section in _SECTIONS:
         prefix = f"LORELAB_{section.upper()}_"
         overrides = {
@@ -170,6 +173,14 @@ def load_settings(path: str | Path | None = None, env: dict[str, str] | None = N
                 overrides,
                 lambda key, prefix=prefix: f"environment variable {prefix}{key.upper()}",
             )
+            from_env.update({f"[{section}] {key}": f"{prefix}{key.upper()}" for key in overrides})
+    first = next(problems(settings), None)
+    if first is not None:
+        setting, problem = first
+        if setting in from_env:
+            raise ConfigError(f"environment variable {from_env[setting]} ({setting}) {problem}")
+        where = f"{settings.source}: " if settings.source else ""
+        raise ConfigError(f"{where}{setting} {problem}")
     return settings
 
 

@@ -56,19 +56,24 @@ class ReportSettings:
     send_lease_seconds: int = 600  # a claim older than this is taken to be dead
 
     def validate(self) -> None:
+        if found := self.problems():
+            key, problem = found[0]
+            raise ReportSettingsError(f"[report] {key} {problem}")
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, what is wrong, worded to follow the key) of each setting that cannot be used."""
+        found = []
         if self.mode not in MODES:
-            raise ReportSettingsError(f"[report] mode={self.mode!r}: use one of {MODES}")
+            found.append(("mode", f"= {self.mode!r}: use one of {', '.join(MODES)}"))
         if self.smtp_security not in SECURITIES:
-            raise ReportSettingsError(
-                f"[report] smtp_security={self.smtp_security!r}: use one of {SECURITIES}"
-            )
+            found.append(("smtp_security",
+                          f"= {self.smtp_security!r}: use one of {', '.join(SECURITIES)}"))
         if "@" not in email.utils.parseaddr(self.from_address)[1]:
-            raise ReportSettingsError(f"[report] from_address={self.from_address!r}: no address")
+            found.append(("from_address", f"= {self.from_address!r}: no address"))
         if self.mode == "smtp" and not self.contact:
-            raise ReportSettingsError(
-                "[report] contact is required in smtp mode: the signature must say how to "
-                "reach a human"
-            )
+            found.append(("contact", "is required in smtp mode: the signature must say how to "
+                          "reach a human"))
+        return found
 
     def identity(self) -> BotIdentity:
         name, address = email.utils.parseaddr(self.from_address)

@@ -12,10 +12,20 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from bot.config.paths import data_dir
 
 SOURCE_KINDS = ("lore", "pi-git")
+
+
+def archive_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a public-inbox archive's HTTP address, or None."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (f"{url!r} is not an archive URL; expected https://HOST/LIST, "
+                "e.g. https://lore.kernel.org/linux-mm")
+    return None
 
 
 @dataclass
@@ -32,7 +42,7 @@ class IngestSettings:
     max_message_bytes: int = 10 * 1024 * 1024  # larger mail is quarantined, headers kept
     # Processes that parse mail while the main one writes; 0 parses in the main process.
     parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
-    # Where `lorelab review MSGID` fetches a thread given by its message-id alone.
+    # Where `lorelab review MSGID` fetches the thread of a message not stored here (empty: none).
     lore_url: str = "https://lore.kernel.org/all"
 
 
@@ -115,6 +125,8 @@ class SourceSettings:
             raise ValueError(f"kind = {self.kind!r}: expected one of {', '.join(SOURCE_KINDS)}")
         if not self.url:
             raise ValueError("url is required")
+        if self.kind == "lore" and (problem := archive_url_problem(self.url)):
+            raise ValueError(f"url {problem}")
         if not isinstance(self.interval, int) or self.interval < 1:
             raise ValueError(f"interval = {self.interval!r}: expected whole seconds, at least 1")
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
+from bot.config.paths import data_dir
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -44,9 +45,10 @@ _JSON = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
 
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = url.split("///", 1)[-1].split("?", 1)[0]
+        # Only the default data directory is made: a typo in a path must not make a tree.
+        if path and path != ":memory:" and Path(path).parent.resolve() == data_dir().resolve():
+            data_dir().mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"timeout": 30}, **_JSON)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine

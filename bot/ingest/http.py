@@ -1,7 +1,8 @@
 """Fetching from a list archive over HTTP: one polite requests session, retries, size caps.
 
 Every fetch names lorelab and its version in User-Agent, has connect and read timeouts, backs
-off on 429, 5xx and network errors (honouring Retry-After, within a cap), and never holds more
+off on 429, 5xx and network errors (honouring Retry-After, within a cap), but not on a malformed
+URL or a host name that does not resolve (no network: retrying cannot help), and never holds more
 than a set number of bytes: a body is streamed raw and a gzip body (or Content-Encoding) is
 inflated here with a cap, so that a gzip bomb is an error, not an out-of-memory kill.
 """
@@ -9,10 +10,12 @@ inflated here with a cap, so that a gzip bomb is an error, not an out-of-memory 
 from __future__ import annotations
 
 import logging
+import socket
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import requests
 
@@ -28,11 +31,15 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class FetchError(RuntimeError):
-    """A fetch that failed for now; the text is the log line. `status` is the HTTP status."""
+    """A fetch that failed for now; the text is the log line. `status` is the HTTP status;
+    `unreachable`: the URL is malformed or its host name does not resolve, so the text is all
+    a user needs (no request was made)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *,
+                 unreachable: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.unreachable = unreachable
 
 
 @dataclass
@@ -103,6 +110,48 @@ def _read_capped(response: requests.Response, limit: int, what: str) -> bytes:
     return bytes(out)
 
 
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost error under requests' and urllib3's wrappers (a socket error, mostly)."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or exc.__context__ or getattr(exc, "reason", None)
+        if not isinstance(inner, BaseException) or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
+
+
+def _no_name(url: str) -> str:
+    return f"cannot reach {urlsplit(url).hostname or url}: name does not resolve (no network?)"
+
+
+def unreachable(url: str) -> str | None:
+    """Why nothing at `url` can be fetched: its host name does not resolve (asked of the
+    resolver, not the server); None when it resolves."""
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return f"{url!r} has no host name"
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or parts.scheme or None)
+    except (socket.gaierror, UnicodeError, ValueError):
+        return _no_name(url)
+    return None
+
+
+def _request_failed(exc: requests.RequestException, method: str, url: str) -> str:
+    """A one-line log line for a failed request; FetchError when retrying cannot help."""
+    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+                        requests.exceptions.InvalidSchema, requests.exceptions.URLRequired)):
+        raise FetchError(f"{url!r} is not a URL lorelab can fetch (expected https://HOST/...)",
+                         unreachable=True) from None
+    cause = _root_cause(exc)
+    if isinstance(cause, socket.gaierror):
+        # No retry: without a network (or with a typo in the host) it fails the same way.
+        raise FetchError(_no_name(url), unreachable=True) from None
+    # urllib3's own text repeats the pool, the URL and the object's repr: 400 characters.
+    return f"{method} {url}: {type(exc).__name__}: {cause if cause is not exc else exc}"
+
+
 def _retry_after(value: str | None, default: float, cap: float) -> float:
     if value and value.strip().isdigit():
         return min(float(value.strip()), cap)
@@ -133,7 +182,7 @@ def fetch(
                 allow_redirects=True,
             )
         except requests.RequestException as exc:
-            last = f"{method} {url}: {type(exc).__name__}: {exc}"
+            last = _request_failed(exc, method, url)
             status = None
         else:
             with response:
