@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # The order in which modules attach their commands (help lists them in this order).
 MODULES = ("demo", "review", "admin", "ingest", "sources", "query", "claims", "analyze",
-           "outbox", "runs", "lab", "commands", "web")
+           "outbox", "runs", "lab", "commands", "web", "delivery")
 # Top-level command -> the modules that define it and its subcommands (`sources` adds
 # `ingest lore` and `ingest pi-git`). tests/ingest/test_delivery.py checks it is complete.
 COMMANDS = {
@@ -29,6 +29,7 @@ COMMANDS = {
     "claims": ("claims",), "analyze": ("analyze",), "outbox": ("outbox",), "reply": ("outbox",),
     "apply": ("runs",), "build": ("runs",), "retest": ("runs",), "runs": ("runs",),
     "bench": ("lab",), "lab": ("lab",), "commands": ("commands",), "serve": ("web",),
+    "deliver": ("delivery",),
 }
 _apps: dict[tuple[str, ...], typer.Typer] = {}
 

@@ -1,0 +1,156 @@
+"""The delivery benchmark: CPU per mail a mail server's delivery costs, three ways.
+
+Run as `.venv/bin/python bench/delivery.py [--deliveries 20] [--database-url URL] [--json]`.
+
+1. `lorelab ingest stdin`, a process per mail storing it itself (what `| lorelab ingest stdin`
+   in a Postfix or Exim pipe transport costs): the child's CPU from wait4, median.
+2. The same command with `LORELAB_DELIVER_SOCKET` naming a running `lorelab deliver` agent: the
+   child's CPU (it only hands the mail over), and the agent's CPU for storing it.
+3. LMTP straight to the agent (`lmtp:unix:` in Postfix): the agent's CPU per mail, read from
+   /proc/PID/stat before and after the deliveries, divided by their number.
+Beside them, an interpreter that does nothing (`python -c pass`), the floor of (1) and (2).
+
+Each mail is a patch series' cover letter, patch or review reply (git format-patch output,
+`bot.demo.threads`), each delivered once, into a database made beforehand (SQLite by default).
+Targets (issue 15): a delivery <= 0.25 s of CPU per mail, <= 15 ms with the long-running agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import smtplib
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from machine import describe, machine
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+TARGET_PROCESS = 0.25
+TARGET_AGENT = 0.015
+
+
+def generate(count: int, workdir: Path) -> list[bytes]:
+    """`count` distinct mails: series of three patches with a cover letter, and replies."""
+    from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
+
+    tree = make_tree(workdir / "linux")
+    mails: list[bytes] = []
+    k = 0
+    while len(mails) < count:
+        series = make_series(tree, SeriesSpec(title=f"mm: delivery benchmark {k}", patches=3))
+        reply = make_reply(series[1], author=("Rita Reviewer", "rita@example.org"),
+                           body="Looks good.\n\nReviewed-by: Rita Reviewer <rita@example.org>\n")
+        mails += [*series, reply]
+        k += 1
+    return mails[:count]
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds a running process has used (user + system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def child_cpu(command: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, env=env)
+    assert child.stdin is not None and child.stderr is not None
+    child.stdin.write(stdin)
+    child.stdin.close()
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{command} failed: {err.decode(errors='replace')[-500:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+class Agent:
+    def __init__(self, lorelab: list[str], socket_path: Path, env: dict[str, str]) -> None:
+        self.socket = socket_path
+        self.proc = subprocess.Popen([*lorelab, "deliver", "--socket", str(socket_path)],
+                                     env=env, stderr=subprocess.PIPE)
+        assert self.proc.stderr is not None
+        if not self.proc.stderr.readline().startswith(b"lorelab: delivering"):  # it listens
+            raise RuntimeError("lorelab deliver did not start")
+
+    def cpu(self) -> float:
+        return process_cpu(self.proc.pid)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=120)
+
+
+def run(deliveries: int, database_url: str | None, workdir: Path) -> dict[str, object]:
+    mails = generate(3 * deliveries, workdir)
+    url = database_url or f"sqlite:///{workdir / 'delivery.db'}"
+    env = dict(os.environ, LORELAB_DATABASE_URL=url, LORELAB_DATA_DIR=str(workdir),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env.pop("LORELAB_DELIVER_SOCKET", None)
+    lorelab = [sys.executable, "-c", "from bot.cli import main; main()"]
+    subprocess.run([*lorelab, "db", "upgrade"], env=env, check=True, capture_output=True)
+    stdin = [*lorelab, "ingest", "stdin", "--list", "linux-mm"]
+    floor = statistics.median(child_cpu([sys.executable, "-c", "pass"], b"", env)
+                              for _ in range(5))
+    alone = [child_cpu(stdin, m, env) for m in mails[:deliveries]]
+
+    socket_path = workdir / "lmtp.sock"
+    agent = Agent(lorelab, socket_path, env)
+    try:
+        handing = dict(env, LORELAB_DELIVER_SOCKET=str(socket_path))
+        before = agent.cpu()
+        handed = [child_cpu(stdin, m, handing) for m in mails[deliveries: 2 * deliveries]]
+        agent_handed = (agent.cpu() - before) / deliveries
+        lmtp = smtplib.LMTP(str(socket_path))
+        before = agent.cpu()
+        for mail in mails[2 * deliveries:]:
+            lmtp.sendmail("bench@example.org", ["linux-mm@lists.example.org"], mail)
+        agent_lmtp = (agent.cpu() - before) / deliveries
+        lmtp.quit()
+    finally:
+        agent.stop()
+    per_process = statistics.median(alone)
+    return {
+        "machine": describe(machine()),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "database": url.split(":", 1)[0],
+        "deliveries_each": deliveries,
+        "python_pass_cpu_s": round(floor, 3),
+        "ingest_stdin_cpu_s": round(per_process, 3),
+        "ingest_stdin_handing_over_cpu_s": round(statistics.median(handed), 3),
+        "agent_cpu_per_handed_mail_s": round(agent_handed, 4),
+        "agent_cpu_per_lmtp_mail_s": round(agent_lmtp, 4),
+        "targets": {
+            "ingest_stdin_<=0.25s": per_process <= TARGET_PROCESS,
+            "handing_over_<=0.25s": statistics.median(handed) + agent_handed <= TARGET_PROCESS,
+            "agent_<=15ms": agent_lmtp <= TARGET_AGENT,
+        },
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deliveries", type=int, default=20)
+    parser.add_argument("--database-url", help="a migrated-or-empty database (default: SQLite)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lorelab-delivery-") as tmp:
+        report = run(args.deliveries, args.database_url, Path(tmp))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
