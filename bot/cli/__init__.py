@@ -59,6 +59,9 @@ def _build(modules: tuple[str, ...]) -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        # Help is plain text: rich markup would swallow "[[trees]]" and "[report]", and
+        # drawing help panels imports rich, markdown-it and pygments.
+        rich_markup_mode=None,
     )
 
     def _version(value: bool) -> None:

@@ -17,7 +17,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from bot.cli.context import UserError, emit_json, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json
 
 
 def register(app: typer.Typer) -> None:
@@ -107,13 +108,14 @@ def analyze(
             r["benchmark"],
             r["metric"],
             f"{r['change_pct']:+.2f}%",
-            f"[{r['ci_pct'][0]:+.2f}%, {r['ci_pct'][1]:+.2f}%] {100 * r['interval_level']:g}%",
-            f"{r['p']:.3g}",
-            f"{r['delta_pct']:g}%",
+            f"[{r['ci_pct'][0]:+.2f}%, {r['ci_pct'][1]:+.2f}%] "
+            f"{terminal.number(100 * r['interval_level'])}%",
+            terminal.p_value(r["p"]),
+            f"{terminal.number(r['delta_pct'])}%",
             r["words"] + ("".join(f"; {f}" for f in r["findings"])),
             style=style,
         )
-    out = stdout_console()
+    out = terminal.stdout()
     out.print(table)
     changed = sum(r["verdict"] in ("regression", "improvement") for r in rows)
     out.print(

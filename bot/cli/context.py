@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import sys
@@ -9,12 +10,13 @@ from typing import Any
 
 from rich.console import Console
 
+from bot.cli import terminal
 from bot.config import ConfigError, Settings, load_settings
 
 CONFIG_PATH: str | None = None  # set by the root callback from --config
 _loaded: dict[tuple[object, ...], Settings] = {}
 
-console = Console(stderr=True)
+console = terminal.stderr()  # progress and messages; never wrapped in a pipe
 
 
 class UserError(Exception):
@@ -40,10 +42,19 @@ def settings() -> Settings:
 
 
 def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=_json_value)
     sys.stdout.write("\n")
 
 
 def stdout_console(min_width: int = 120) -> Console:
-    """A console on standard output, wide enough that tables of titles do not wrap."""
-    return Console(width=max(console.width, min_width))
+    """A console on standard output: in a pipe one that never wraps (`terminal`), on a
+    terminal one wide enough that tables of titles do not wrap."""
+    out = terminal.stdout()
+    return out if not out.is_terminal else Console(width=max(out.width, min_width))
+
+
+def _json_value(value: Any) -> str:
+    """What JSON cannot hold, as text: times in ISO 8601 with `T` (the one time format)."""
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    return str(value)

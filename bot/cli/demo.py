@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli.context import UserError, emit_json, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json
 from bot.config import data_dir
 
 
@@ -23,7 +24,7 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome a
     if missing:  # the stand-in tree is built like a kernel: it needs both
         raise UserError(f"lorelab demo builds its stand-in kernel tree with make and gcc; "
                         f"install {' and '.join(missing)} (Debian: make gcc libc6-dev)")
-    out = stdout_console()
+    out = terminal.stdout()
     with _progress(out, quiet=as_json) as on_ingested:
         result = run_demo(data_dir(), on_ingested=on_ingested)
     outcome = result.review
@@ -37,6 +38,8 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome a
         return
     print_outcome(out, outcome, exit_status=False)
     out.print()
-    out.print(f"everything is in {result.database_url}; look around with:", soft_wrap=True)
+    out.print(f"everything is in {result.database_url}; `lorelab serve` shows it (while you "
+              "have no config or database of your own), and so does -c with any command:",
+              soft_wrap=True, markup=False)
     out.print(f"  lorelab -c {result.config} serve      # the status page", soft_wrap=True)
     out.print(f"  lorelab -c {result.config} runs show {outcome.run_id}", soft_wrap=True)

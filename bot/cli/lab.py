@@ -14,9 +14,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bot.cli.context import UserError, emit_json, settings, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
-from bot.runs.outcome import EXIT_CODES, benchmark_finding
 
 lab_app = typer.Typer(help="Lab hosts: where benchmarks run.", no_args_is_help=True)
 
@@ -48,6 +48,7 @@ def bench(
     """Compare two kernels on a lab host in randomized interleaved pairs."""
     from bot.benchmarks.spec import from_spec, split_specs
     from bot.config.lab_hosts import find_host
+    from bot.runs.outcome import EXIT_CODES, benchmark_finding
 
     # The one place the control plane imports the workers (docs/ARCHITECTURE.md): `lorelab
     # bench` is the lab's own command line, running a campaign here, on this machine's host.
@@ -72,7 +73,7 @@ def bench(
                         "pairs to reach its level")
     db = open_database()
     kernels = {"A": a.resolve(), "B": b.resolve()}
-    out = stdout_console()
+    out = terminal.stdout()
     results = []
     for definition in chosen:
         try:
@@ -140,11 +141,12 @@ def _print_campaign(out: Any, r: dict[str, Any]) -> None:
     for column in ("metric", "A median", "B median", "change", "interval", "p", "delta", "verdict"):
         table.add_column(column, overflow="fold")
     for m in sorted(r["metrics"], key=lambda m: m["secondary"]):
-        table.add_row(m["metric"], f"{m['base']['median']:.6g}", f"{m['patched']['median']:.6g}",
-                      f"{m['change_pct']:+.2f}%",
+        table.add_row(m["metric"], terminal.number(m["base"]["median"]),
+                      terminal.number(m["patched"]["median"]), f"{m['change_pct']:+.2f}%",
                       f"[{m['ci_pct'][0]:+.2f}%, {m['ci_pct'][1]:+.2f}%] "
-                      f"{100 * m['interval_level']:g}%", f"{m['p']:.3g}",
-                      f"{m['delta_pct']:g}%", m["words"], style="dim" if m["secondary"] else None)
+                      f"{terminal.number(100 * m['interval_level'])}%",
+                      terminal.p_value(m["p"]), f"{terminal.number(m['delta_pct'])}%",
+                      m["words"], style="dim" if m["secondary"] else None)
     out.print(table)
     if r["not_compared"]:
         out.print("not compared (zero in some runs): " + ", ".join(r["not_compared"]))
@@ -172,7 +174,8 @@ def lab_hosts(as_json: bool = typer.Option(False, "--json", help="Print the host
                                   .where(LabCampaign.host == host.name))
             rows.append({
                 "name": host.name, "runner": host.runner, "cpus": host.cpus,
-                "memory_mb": host.memory_mb, "queue": host.queue_name,
+                "memory_mb": host.memory_mb, **_machine_and_guest(host),
+                "queue": host.queue_name,
                 "address": host.address or None, "accel": host.accel
                 if host.runner == "qemu" else None,
                 "state": "busy" if counts.get("running") else "idle",
@@ -182,10 +185,33 @@ def lab_hosts(as_json: bool = typer.Option(False, "--json", help="Print the host
         emit_json(rows)
         return
     table = Table(title="lab hosts", title_justify="left")
-    for column in ("name", "runner", "cpus", "memory", "queue", "state", "campaigns"):
+    for column in ("name", "runner", "machine", "guest", "queue", "state", "campaigns"):
         table.add_column(column)
     for r in rows:
         table.add_row(r["name"], r["runner"] + (f" ({r['address']})" if r["address"] else ""),
-                      str(r["cpus"]), f"{r['memory_mb']} MiB", r["queue"], r["state"],
+                      _size(r["machine"], "not measured (a remote machine)"),
+                      _size(r["guest"], "none (runs on this kernel)" if r["runner"] == "local"
+                            else "none (the machine itself)"),
+                      r["queue"], r["state"],
                       ", ".join(f"{n} {s}" for s, n in sorted(r["campaigns"].items())) or "none")
-    stdout_console().print(table)
+    terminal.stdout().print(table)
+
+
+def _machine_and_guest(host: Any) -> dict[str, Any]:
+    """What the machine a host runs on has (this one, for local and qemu) and what a qemu
+    guest is given; the configured cpus and memory_mb are a guest's, not the machine's."""
+    import os
+
+    here = {"cpus": len(os.sched_getaffinity(0)),
+            "memory_mb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20}
+    guest = {"cpus": host.cpus, "memory_mb": host.memory_mb}
+    return {"machine": None if host.runner == "ssh" else here,
+            "guest": guest if host.runner == "qemu" else None}
+
+
+def _size(size: dict[str, int] | None, missing: str) -> str:
+    if size is None:
+        return missing
+    memory = size["memory_mb"]
+    shown = f"{memory / 1024:.1f} GiB" if memory >= 4096 else f"{memory} MiB"
+    return f"{size['cpus']} CPU{'' if size['cpus'] == 1 else 's'}, {shown}"

@@ -5,7 +5,8 @@
     lorelab outbox approve ID                 pending-approval -> queued
     lorelab outbox reject ID [--reason TEXT]
     lorelab outbox retry ID                   in-doubt or failed -> queued
-                                              (see bot.report.deliver.outbox)
+                                              (see bot.report.deliver.outbox); suppressed ->
+                                              decided again under today's settings
     lorelab outbox send [--json]              send what is due now, after crash recovery
     lorelab reply preview FILE                render a recorded-results file (lorelab-results/1)
 
@@ -19,6 +20,7 @@ import getpass
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 import typer
@@ -26,16 +28,13 @@ from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from bot.cli.analyze import load_results_file
-from bot.cli.context import UserError, emit_json, settings, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
 from bot.config import data_dir
 from bot.config.report import ReportSettings, ReportSettingsError
 from bot.db.models import OutboxReply, utcnow
-from bot.report.compose.benchmark_reply import compose_benchmark_reply
-from bot.report.compose.inputs import ReplyOptions
 from bot.report.deliver import outbox
-from bot.report.deliver.delivery import deliver_due, make_transport
 
 outbox_app = typer.Typer(help="Replies the bot wrote: moderation and delivery.")
 reply_app = typer.Typer(help="Reply composition.")
@@ -88,7 +87,7 @@ def outbox_list(
             emit_json([outbox.row_dict(row) for row in rows])
             return
         table = Table(pad_edge=False)
-        for column in ("id", "state", "kind", "to", "subject", "updated", "note"):
+        for column in ("id", "state", "kind", "to", "lists", "subject", "updated", "note"):
             table.add_column(column)
         for row in rows:
             note = row.reason if row.state in ("suppressed", "rejected") else row.last_error
@@ -97,11 +96,12 @@ def outbox_list(
                 row.state,
                 row.kind,
                 escape(row.author),
+                escape(", ".join(row.lists) or "-"),
                 escape(row.subject),
                 f"{row.updated_at:%Y-%m-%d %H:%M}",
                 escape(note or ""),
             )
-        stdout_console().print(table if rows else "The outbox is empty.")
+        terminal.stdout().print(table if rows else "The outbox is empty.")
 
 
 @outbox_app.command("show")
@@ -129,7 +129,7 @@ def outbox_approve(ref: str = ID_ARGUMENT, as_json: bool = JSON_OPTION) -> None:
     """Let a reply that waits for moderation go out."""
 
     def approve(session: Session, row: OutboxReply) -> str:
-        outbox.approve(session, row, _who())
+        outbox.approve(session, row, _who(), **_policy())
         return "approved"
 
     _act(ref, as_json, approve)
@@ -152,13 +152,16 @@ def outbox_reject(
 
 @outbox_app.command("retry")
 def outbox_retry(ref: str = ID_ARGUMENT, as_json: bool = JSON_OPTION) -> None:
-    """Queue an in-doubt or failed reply again (check the list archive first when in doubt)."""
-    _act(ref, as_json, lambda session, row: outbox.retry(session, row, _who()))
+    """Queue an in-doubt or failed reply again (check the list archive first when in doubt);
+    decide a suppressed one again under the settings of now (a list added to [[lists]])."""
+    _act(ref, as_json, lambda session, row: outbox.retry(session, row, _who(), **_policy()))
 
 
 @outbox_app.command("send")
 def outbox_send(as_json: bool = JSON_OPTION) -> None:
     """Send the queued replies that are due (after resolving interrupted sends)."""
+    from bot.report.deliver.delivery import deliver_due, make_transport
+
     report = report_settings()
     db = open_database()
     try:
@@ -180,6 +183,11 @@ def reply_preview(
     path: Path = typer.Argument(..., help="A recorded-results JSON file (lorelab-results/1)."),
 ) -> None:
     """Print the benchmark reply a recorded-results file makes, exactly as it would be sent."""
+    # The composer imports the statistics (numpy, scipy): only this command pays for them.
+    from bot.cli.analyze import load_results_file
+    from bot.report.compose.benchmark_reply import compose_benchmark_reply
+    from bot.report.compose.inputs import ReplyOptions
+
     ctx, date = load_results_file(path)
     report = report_settings()
     options = ReplyOptions(
@@ -191,6 +199,12 @@ def reply_preview(
     reply = compose_benchmark_reply(ctx, options)
     sys.stdout.buffer.write(reply.as_bytes())
     sys.stdout.flush()
+
+
+def _policy() -> dict[str, Any]:
+    """What a suppressed reply is decided again under: [report] and the [[lists]] addresses."""
+    return {"settings": report_settings(),
+            "list_addresses": [lst.address for lst in settings().lists if lst.address]}
 
 
 def _find(session: Session, ref: str) -> OutboxReply:

@@ -8,10 +8,12 @@ import sys
 
 import sqlalchemy as sa
 import typer
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from bot.cli.context import UserError, emit_json, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
 from bot.db.models import (
     MailingList,
@@ -123,21 +125,29 @@ def series_list(
                 .where(SeriesVersion.series_id == Series.id, MailingList.name == list_name)
             )
             query = query.where(on_list.exists())
-        total = session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))
-        ids = list(session.scalars(
-            query.order_by(Series.last_mail_at.desc(), Series.id.desc()).limit(limit)
-        ))
-        rows = series_views(session, ids, with_patches=False)
-    if as_json:
-        emit_json(rows)
-        return
-    print_series_table(rows, total or 0)
-
-
-def print_series_table(rows: list[dict], total: int) -> None:
-    shown = f"{len(rows)} series" if len(rows) == total else (
+        # The page and how many pass the filters, in one statement (a window over the rows).
+        page = session.execute(
+            query.add_columns(sa.func.count().over())
+            .order_by(Series.last_mail_at.desc(), Series.id.desc()).limit(limit)
+        ).all()
+        ids = [series_id for series_id, _ in page]
+        total = page[0][1] if page else (
+            session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))
+            if limit <= 0 else 0)
+        rows = series_views(session, ids, with_patches=False,
+                            site_url=settings().web.base_url.rstrip("/"))
+    shown = f"{len(rows)} series" if len(rows) == (total or 0) else (
         f"{len(rows)} of {total} series shown; --limit shows more"
     )
+    if as_json:
+        emit_json(rows)
+        if len(rows) != total:  # said beside the JSON, which stays a plain list
+            print(shown, file=sys.stderr)
+        return
+    print_series_table(rows, shown)
+
+
+def print_series_table(rows: list[dict], shown: str) -> None:
     table = Table(title=shown, title_justify="left")
     for column in ("id", "title", "author", "versions", "latest", "lists", "updated"):
         table.add_column(column, overflow="fold")
@@ -156,7 +166,7 @@ def print_series_table(rows: list[dict], total: int) -> None:
             ",".join(s["lists"]),
             (s["updated"] or "")[:16].replace("T", " "),
         )
-    stdout_console().print(table)
+    terminal.stdout().print(table)
 
 
 @series_app.command("show")
@@ -171,10 +181,11 @@ def series_show(
     if as_json:
         emit_json(data)
         return
-    out = stdout_console()
-    out.print(f"[bold]{data['title']}[/]  (series {data['id']})")
-    out.print(f"author: {data['author']['name']} <{data['author']['email']}>")
-    out.print(f"lists: {', '.join(data['lists']) or '-'}   change-id: {data['change_id'] or '-'}")
+    out = terminal.stdout()
+    out.print(f"[bold]{escape(data['title'])}[/]  (series {data['id']})")
+    out.print(f"author: {data['author']['name']} <{data['author']['email']}>", markup=False)
+    out.print(f"lists: {', '.join(data['lists']) or '-'}   change-id: {data['change_id'] or '-'}",
+              markup=False)
     for v in data["versions"]:
         state = "complete" if v["complete"] else f"incomplete, missing {v['missing']}"
         flags = " ".join(
@@ -186,15 +197,16 @@ def series_show(
             f"  base-commit: {v['base_commit'] or '-'}"
         )
         for note in v["notes"]:
-            out.print(f"  [yellow]note:[/] {note}")
+            out.print(f"  [yellow]note:[/] {escape(note)}")
         for p in v["patches"]:
-            out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}")
+            out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}", markup=False)
             out.print(f"        <{p['message_id']}>  +{p['insertions']} -{p['deletions']}")
             for f in p["files"]:
                 out.print(f"        {f}")
             for t in p["trailers"]:
                 if t["origin"] != "own" or t["name"] != "Signed-off-by":
-                    out.print(f"        {t['name']}: {t['value']}  ({t['origin']})")
+                    out.print(f"        {t['name']}: {t['value']}  ({t['origin']})",
+                              markup=False)
 
 
 @series_app.command("mbox")
@@ -246,24 +258,27 @@ def message_show(
     if as_json:
         emit_json(data)
         return
-    out = stdout_console(100)
-    for key in ("message_id", "subject", "kind", "date", "in_reply_to", "lists"):
-        out.print(f"[bold]{key}:[/] {data[key]}")
-    out.print(f"[bold]from:[/] {data['from']['name']} <{data['from']['email']}>")
+    out = terminal.stdout()
+
+    def line(key: str, value: object, style: str = "bold") -> None:
+        out.print(f"[{style}]{key}:[/] {escape(str(value))}", highlight=False)
+
+    for key in ("message_id", "subject", "kind", "date", "in_reply_to"):
+        line(key, data[key] if data[key] is not None else "-")
+    line("lists", ", ".join(data["lists"]) or "-")
+    line("from", f"{data['from']['name']} <{data['from']['email']}>")
     if data["references"]:
-        out.print(f"[bold]references:[/] {' '.join(data['references'])}")
+        line("references", " ".join(data["references"]))
     for f in data["files"]:
-        out.print(
-            f"[bold]touches:[/] {f['path']} ({f['change']}, "
-            f"+{f.get('added', 0)} -{f.get('removed', 0)})"
-        )
+        line("touches", f"{f['path']} ({f['change']}, +{f.get('added', 0)} "
+                        f"-{f.get('removed', 0)})")
     for t in data["trailers"]:
-        out.print(f"[bold]trailer:[/] {t['name']}: {t['value']}")
-    for p in data["problems"]:
-        out.print(f"[yellow]problem:[/] {p}")
+        line("trailer", f"{t['name']}: {t['value']}")
+    for problem in data["problems"]:
+        line("problem", problem, style="yellow")
     if data["series"]:
         s = data["series"]
-        out.print(f"[bold]series:[/] {s['series_id']} v{s['version']} patch {s['index']}")
+        line("series", f"{s['series_id']} v{s['version']} patch {s['index']}")
 
 
 def quarantine_rows(session: Session) -> list[dict]:
@@ -299,4 +314,4 @@ def quarantine_list(as_json: bool = JSON_OPTION) -> None:
         table.add_column(column, overflow="fold")
     for r in rows:
         table.add_row(str(r["id"]), r["source"], str(r["size"]), r["reason"])
-    stdout_console().print(table)
+    terminal.stdout().print(table)

@@ -10,11 +10,16 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import typer
 
-from bot.cli.context import UserError, emit_json, settings, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
+
+if TYPE_CHECKING:
+    from bot.db.session import Database
 
 
 def register(app: typer.Typer) -> None:
@@ -23,8 +28,9 @@ def register(app: typer.Typer) -> None:
 
 def review(
     thread: str = typer.Argument(..., help="An mbox file, a lore URL, or a message-id."),
-    tree: str = typer.Option(None, "--tree", help="The kernel git tree to apply to "
-                             "(default: the first [[trees]] entry)."),
+    tree: str = typer.Option(None, "--tree", help="The kernel tree to apply to: a [[trees]] "
+                             "name, as `apply` takes, or a git checkout's path (default: the "
+                             "first [[trees]] entry)."),
     bench: str = typer.Option(None, "--bench", help="Benchmarks, comma-separated "
                               "(default: the suite watching the touched files)."),
     runner: str = typer.Option(None, "--runner", help="The lab host to run on "
@@ -37,7 +43,8 @@ def review(
 
     config = settings()
     db = open_database()
-    out = stdout_console()
+    _check_fetchable(db, config.ingest.lore_url, thread)
+    out = terminal.stdout()
     with _progress(out, quiet=as_json) as on_ingested:
         try:
             outcome = review_thread(db, config, thread, tree_path=tree,
@@ -85,20 +92,48 @@ def _names(text: str | None) -> list[str]:
 @contextmanager
 def _progress(out, quiet: bool) -> Iterator:  # type: ignore[no-untyped-def, type-arg]
     """Print each stage as it starts and ends (eager mode runs them in this process)."""
+    from bot.cli.step_lines import StepLines
     from bot.runs import steps
 
     def ingested(summary, title: str) -> None:  # type: ignore[no-untyped-def]
         if not quiet:
             out.print(f"ingest: {summary.read} mails, {summary.stored} new; reviewing {title}")
 
+    lines = StepLines(lambda line: out.print(line, markup=False, highlight=False))
+
     def listener(run: int, name: str, state: str) -> None:
         boot = re.search(r"boot (\d+) of", state)
         # Every boot is a notification; every tenth is enough to show progress.
         if not quiet and (boot is None or int(boot[1]) % 10 == 0):
-            out.print(f"{name}: {state}")
+            lines(run, name, state)
 
     steps.LISTENERS.append(listener)
     try:
         yield ingested
     finally:
         steps.LISTENERS.remove(listener)
+
+
+def _check_fetchable(db: Database, lore_url: str, thread: str) -> None:
+    """A message-id that is not stored must come from [ingest] lore_url: say at once when
+    there is none, or its host cannot be reached, rather than after retries."""
+    import os
+
+    import sqlalchemy as sa
+
+    from bot.db.models import Message
+    from bot.ingest.http import unreachable
+
+    if os.path.exists(thread) or "@" not in thread or "/" in thread:
+        return  # a file or a URL
+    msgid = thread.strip().strip("<>")
+    with db.session() as session:
+        if session.scalar(sa.select(Message.id).where(Message.msgid == msgid)) is not None:
+            return
+    if not lore_url:
+        raise UserError(f"<{msgid}> is not stored here, and no archive is configured to fetch it "
+                        "from: set [ingest] lore_url (e.g. https://lore.kernel.org/all), or "
+                        "give an mbox file", exit_code=66)
+    if problem := unreachable(lore_url):
+        raise UserError(f"<{msgid}> is not stored here, and {problem}; check [ingest] lore_url, "
+                        "or give an mbox file", exit_code=75)

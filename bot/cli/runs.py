@@ -16,14 +16,16 @@ import typer
 from rich.table import Table
 from sqlalchemy.orm import Session
 
-from bot.cli.context import UserError, console, emit_json, settings, stdout_console
+from bot.cli import terminal
+from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
 from bot.cli.query import find_series
+from bot.cli.step_lines import StepLines
 from bot.db.models import Run, RunStep, SeriesVersion
 from bot.db.session import Database
 from bot.runs.findings import Headline, headline, run_campaigns, run_reply
 from bot.runs.lifecycle import PlanError, cancel_run, create_run, find_tree, resume_run, retest_run
-from bot.runs.outcome import outcome_of
+from bot.runs.skipped import failed_need
 from bot.runs.states import FINISHED, RunState, StepState
 from bot.runs.steps import LISTENERS, worker_gone
 
@@ -52,6 +54,9 @@ def _seconds(step: RunStep) -> float | None:
 def run_dict(session: Session, run: Run) -> dict[str, Any]:
     """`lorelab runs show --json`: the run, what it found, and its steps (stable keys, added
     never renamed)."""
+    # The outcome imports the reply composer and the statistics: `--help` should not.
+    from bot.runs.outcome import outcome_of
+
     version = session.get(SeriesVersion, run.series_version_id)
     campaigns = run_campaigns(session, run)
     outcome = outcome_of(session, run, campaigns)
@@ -81,6 +86,8 @@ def run_dict(session: Session, run: Run) -> dict[str, Any]:
             "finished_at": s.finished_at.isoformat() if s.finished_at else None,
             "seconds": _seconds(s), "error": s.error, "result": s.result,
             "log_excerpt": s.log_excerpt, "worker_gone": worker_gone(s.state, s.host),
+            # The failed step this one needed: it was skipped, not run (bot.runs.skipped).
+            "skipped_for": failed_need(s.name, {t.name: t.state for t in run.steps}),
         } for s in run.steps],
     }
 
@@ -112,15 +119,12 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
                             f"({version.received}/{version.expected} patches)")
         run_id = create_run(session, version, kind=kind, tree=tree_name, base=base).id
     if not as_json:
-        console.print(f"run {run_id}: {kind} series {found.id} v{version.version} "
+        terminal.stderr().print(f"run {run_id}: {kind} series {found.id} v{version.version} "
                       f"on {tree_name}")
     eager = not config.celery.broker_url
     listener = None
     if eager and not as_json:
-
-        def listener(run: int, name: str, state: str) -> None:
-            console.print(f"  {name}: {state}")
-
+        listener = StepLines(lambda line: terminal.stderr().print(f"  {line}", markup=False))
         LISTENERS.append(listener)
     try:
         _dispatch(db, run_id)
@@ -134,6 +138,7 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
 
 def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
     seen: dict[str, str] = {}
+    lines = StepLines(lambda line: terminal.stderr().print(f"  {line}", markup=False))
     while True:
         with db.session() as session:
             run = session.get(Run, run_id)
@@ -143,7 +148,7 @@ def _wait(db: Database, run_id: int, quiet: bool, poll: float = 0.5) -> None:
                     seen[step.name] = step.state
                     if not quiet and step.state != StepState.QUEUED:
                         where = f" on {step.host}" if step.host else ""
-                        console.print(f"  {step.name}: {step.state}{where}")
+                        lines(run_id, step.name, step.state, where)
             if run.state in FINISHED and all(s.state != StepState.RUNNING for s in run.steps):
                 return
         time.sleep(poll)
@@ -163,7 +168,7 @@ def _finish(db: Database, run_id: int, as_json: bool, waited: bool,
     else:
         _print_run(data)
         if show_reply and raw:
-            out = stdout_console()
+            out = terminal.stdout()
             out.print("this run's reply:")
             out.print("-" * 72)
             out.print(raw.decode("utf-8", "replace"), markup=False, highlight=False)
@@ -172,9 +177,9 @@ def _finish(db: Database, run_id: int, as_json: bool, waited: bool,
 
 
 def _print_run(data: dict[str, Any]) -> None:
-    out = stdout_console()
+    out = terminal.stdout()
     out.print(f"run {data['id']} ({data['kind']}) {data['state']}: series {data['series_id']} "
-              f"v{data['version']} {data['title']!r} on {data['tree']}")
+              f"v{data['version']} \"{data['title']}\" on {data['tree']}", markup=False)
     out.print(f"  outcome: {data['outcome']} ({data['why']})", markup=False, highlight=False)
     for change in data["headline"]:
         out.print(f"    {Headline.from_dict(change).line()}", markup=False, highlight=False)
@@ -192,6 +197,9 @@ def _print_run(data: dict[str, Any]) -> None:
     if data["patched_commit"]:
         out.print(f"  patched {data['patched_commit'][:12]}")
     for step in data["steps"]:
+        if step["skipped_for"]:
+            out.print(f"  {step['name']}: skipped ({step['skipped_for']} failed)")
+            continue
         took = f" in {step['seconds']:.1f} s" if step["seconds"] is not None else ""
         cached = " (cached)" if step["result"].get("cached") else ""
         out.print(f"  {step['name']}: {step['state']}{took}{cached}")
@@ -247,8 +255,9 @@ def runs_list(
                       "\n".join(h.short() for h in changes),
                       f"{row['series_id']} v{row['version']}", row["tree"],
                       (row["base_commit"] or "")[:12],
-                      " ".join(f"{s['name']}:{s['state']}" for s in row["steps"]))
-    stdout_console().print(table)
+                      " ".join(f"{s['name']}:{'skipped' if s['skipped_for'] else s['state']}"
+                               for s in row["steps"]))
+    terminal.stdout().print(table)
 
 
 @runs_app.command("show")
@@ -280,7 +289,7 @@ def retest_command(run_id: int = typer.Argument(..., help="The run to do again."
         run = _run(session, run_id)
         new_id = retest_run(session, run, trigger="retest").id
     if not as_json:
-        console.print(f"run {new_id}: a retest of run {run_id}")
+        terminal.stderr().print(f"run {new_id}: a retest of run {run_id}")
     _send(db, new_id, wait, as_json, show_reply=True)
 
 

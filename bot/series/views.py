@@ -3,20 +3,45 @@
 Other stages and tools read these; add keys freely, never rename or remove one. Series are
 loaded a page at a time in a fixed number of statements (`series_views`), without the raw mail
 of their messages: a page of 50 series once cost 531 statements and 639 decompressed mails.
+A series' shape is one for `lorelab series list|show --json`, the status page and `/api/series`
+(bot.web.queries.SeriesRow declares it for the API's schema): with its latest run and the state
+of each stage of that run (`stages`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, joinedload, lazyload, load_only, selectinload
 
-from bot.db.models import MailingList, Message, MessageList, Patch, Series, SeriesVersion
+from bot.db.models import (
+    MailingList,
+    Message,
+    MessageList,
+    OutboxReply,
+    Patch,
+    Run,
+    RunStep,
+    Series,
+    SeriesVersion,
+)
 from bot.mail import parse_message
 
 LORE = "https://lore.kernel.org/r/"
+STAGES = ("apply", "build", "bench", "report", "reply")
+# When the steps of one stage differ (build-base done, build-patched failed), the stage shows
+# the first of these that any of them is in.
+_STATE_PRECEDENCE = ("failed", "running", "queued", "cancelled", "superseded")
+
+
+@dataclass
+class Stage:
+    name: str  # apply, build, bench, report, reply
+    state: str | None  # None: the run has no such step (an apply-only run has no build)
+    detail: str = ""  # why it failed, or where it runs
 
 
 def _iso(value: dt.datetime | None) -> str | None:
@@ -130,9 +155,11 @@ def _loading(with_patches: bool) -> list[Any]:
 
 
 def series_views(
-    session: Session, series_ids: list[int], *, with_patches: bool = True
+    session: Session, series_ids: list[int], *, with_patches: bool = True, site_url: str = ""
 ) -> list[dict[str, Any]]:
-    """The series with these ids, in this order, each in the shape of `series show --json`."""
+    """The series with these ids, in this order, each in the shape of `series show --json`
+    (`series list --json` and `/api/series`: without `patches`); `url` is its status page
+    under `site_url` ([web] base_url)."""
     if not series_ids:
         return []
     found = {
@@ -141,9 +168,17 @@ def series_views(
         )
     }
     lists = lists_by_series(session, series_ids)
+    series_of = {v.id: s.id for s in found.values() for v in s.versions}
+    runs = latest_runs(session, series_of)
+    replies = latest_replies(session, list(series_of))
     out = []
     for series_id in series_ids:
         series = found[series_id]
+        latest = series.versions[-1] if series.versions else None
+        run = runs.get(series_id)
+        run_version = next((v for v in series.versions if run and v.id == run.series_version_id),
+                           latest)
+        reply = replies.get(run_version.id) if run_version else None
         out.append({
             "id": series.id,
             "title": series.title,
@@ -153,7 +188,74 @@ def series_views(
             "latest_version": max((v.version for v in series.versions), default=None),
             "updated": _iso(series.last_mail_at or series.updated_at),
             "versions": [version_dict(v, with_patches) for v in series.versions],
+            # The status page's columns, flat.
+            "author_name": series.author_name,
+            "author_email": series.author_email,
+            "complete": bool(latest and latest.complete),
+            "received": latest.received if latest else 0,
+            "expected": latest.expected if latest else 0,
+            # The series' latest run, on whichever version, and each stage of it.
+            "run_id": run.id if run else None,
+            "run_version": run_version.version if run and run_version else None,
+            "run_kind": run.kind if run else None,
+            "run_state": run.state if run else None,
+            "stages": [asdict(stage) for stage in stages(run.steps if run else [], reply)],
+            "url": f"{site_url}/series/{series.id}",
         })
+    return out
+
+
+def latest_runs(session: Session, series_of: dict[int, int]) -> dict[int, Run]:
+    """Each series' newest run (on any of its versions), with its steps, by series id;
+    `series_of` maps the series' version ids to their series."""
+    latest = (
+        sa.select(sa.func.max(Run.id))
+        .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
+        .where(SeriesVersion.series_id.in_(set(series_of.values())))
+        .group_by(SeriesVersion.series_id)
+    )
+    runs = session.scalars(
+        sa.select(Run).where(Run.id.in_(latest)).options(selectinload(Run.steps))
+    )
+    return {series_of[run.series_version_id]: run for run in runs}
+
+
+def latest_replies(session: Session, version_ids: list[int]) -> dict[int, OutboxReply]:
+    """Each series version's newest reply, by version id."""
+    newest: dict[int, OutboxReply] = {}
+    for reply in session.scalars(
+        sa.select(OutboxReply).where(OutboxReply.series_version_id.in_(version_ids))
+        .order_by(OutboxReply.id)
+    ):
+        assert reply.series_version_id is not None
+        newest[reply.series_version_id] = reply
+    return newest
+
+
+def combined_state(states: list[str]) -> str | None:
+    """The state of a stage made of several steps (build: build-base and build-patched)."""
+    if not states:
+        return None
+    if len(set(states)) == 1:
+        return states[0]
+    return next((s for s in _STATE_PRECEDENCE if s in states), states[-1])
+
+
+def stages(steps: list[RunStep], reply: OutboxReply | None) -> list[Stage]:
+    """Each stage of a run, apply to reply: the state of its steps and what went wrong."""
+    by_stage: dict[str, list[RunStep]] = {}
+    for step in steps:
+        stage = "build" if step.name.startswith("build") else step.name
+        by_stage.setdefault(stage, []).append(step)
+    out = []
+    for name in STAGES[:-1]:
+        members = by_stage.get(name, [])
+        state = combined_state([s.state for s in members])
+        detail = "; ".join(s.error for s in members if s.error) or ", ".join(
+            sorted({s.host for s in members if s.host and s.state == "running"}))
+        out.append(Stage(name, state, detail))
+    out.append(Stage("reply", reply.state if reply else None,
+                     (reply.reason or "") if reply else ""))
     return out
 
 

@@ -35,16 +35,13 @@ from bot.db.models import (
     SeriesVersion,
 )
 from bot.runs.outcome import decide, main_verdicts
-from bot.series.views import lists_by_series, series_views
+from bot.series.views import STAGES as STAGES  # the status page's columns (app.py)
+from bot.series.views import Stage, series_views
 from bot.web.queues import queue_lengths
 
 RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "superseded")
 NEVER_RUN = "none"  # the state filter's value for series no run was made for
-STAGES = ("apply", "build", "bench", "report", "reply")
 ACTIVE_CAMPAIGN_STATES = ("queued", "running")
-# When the steps of one stage differ (build-base done, build-patched failed), the stage shows
-# the first of these that any of them is in.
-_STATE_PRECEDENCE = ("failed", "running", "queued", "cancelled", "superseded")
 
 
 @dataclass
@@ -57,22 +54,20 @@ class SeriesFilter:
 
 
 @dataclass
-class Stage:
-    name: str  # apply, build, bench, report, reply
-    state: str | None  # None: the run has no such step (an apply-only run has no build)
-    detail: str = ""  # why it failed, or where it runs
-
-
-@dataclass
 class SeriesRow:
+    """A series as `/api/series` lists it: the shape of `lorelab series list --json`, which
+    bot.series.views.series_views builds for both (README.md, "JSON shapes")."""
+
     id: int
     title: str
+    author: dict[str, str]  # name, email
+    change_id: str | None
+    lists: list[str]
+    latest_version: int | None
+    updated: str | None  # ISO 8601 with the offset
+    versions: list[dict[str, Any]]  # bot.series.views.version_dict, without patches
     author_name: str
     author_email: str
-    lists: list[str]
-    updated: dt.datetime
-    latest_version: int | None
-    versions: int
     complete: bool  # the latest version has every patch
     received: int
     expected: int
@@ -82,6 +77,10 @@ class SeriesRow:
     run_state: str | None
     stages: list[Stage]
     url: str
+
+    @classmethod
+    def from_view(cls, view: dict[str, Any]) -> SeriesRow:
+        return cls(**{**view, "stages": [Stage(**stage) for stage in view["stages"]]})
 
 
 @dataclass
@@ -290,96 +289,12 @@ def _filtered(filters: SeriesFilter) -> sa.Select[tuple[Series]]:
 
 def series_rows(session: Session, filters: SeriesFilter, *, limit: int = 50, offset: int = 0,
                 base_url: str = "") -> list[SeriesRow]:
-    """The series that pass `filters`, the one with the newest mail first."""
+    """The series that pass `filters`, the one with the newest mail first, in the shape of
+    `lorelab series list --json` (bot.series.views.series_views builds both)."""
     query = _filtered(filters).order_by(Series.last_mail_at.desc(), Series.id.desc())
-    series = list(session.scalars(query.limit(limit).offset(offset)))
-    if not series:
-        return []
-    ids = [s.id for s in series]
-    versions: dict[int, list[SeriesVersion]] = {i: [] for i in ids}
-    for version in session.scalars(
-        sa.select(SeriesVersion).where(SeriesVersion.series_id.in_(ids))
-        .order_by(SeriesVersion.version, SeriesVersion.id)
-    ):
-        versions[version.series_id].append(version)
-    version_by_id = {v.id: v for vs in versions.values() for v in vs}
-    latest_runs = _latest_runs(session, ids)
-    replies = _latest_replies(session, list(version_by_id))
-    lists = lists_by_series(session, ids)
-    rows = []
-    for s in series:
-        latest = versions[s.id][-1] if versions[s.id] else None
-        run = latest_runs.get(s.id)
-        run_version = version_by_id[run.series_version_id] if run else latest
-        reply = replies.get(run_version.id) if run_version else None
-        rows.append(SeriesRow(
-            id=s.id, title=s.title, author_name=s.author_name, author_email=s.author_email,
-            lists=lists.get(s.id, []), updated=s.last_mail_at or s.updated_at,
-            latest_version=latest.version if latest else None, versions=len(versions[s.id]),
-            complete=bool(latest and latest.complete),
-            received=latest.received if latest else 0, expected=latest.expected if latest else 0,
-            run_id=run.id if run else None,
-            run_version=run_version.version if run and run_version else None,
-            run_kind=run.kind if run else None, run_state=run.state if run else None,
-            stages=stages(run.steps if run else [], reply),
-            url=f"{base_url}/series/{s.id}",
-        ))
-    return rows
-
-
-def _latest_runs(session: Session, series_ids: list[int]) -> dict[int, Run]:
-    latest = (
-        sa.select(sa.func.max(Run.id))
-        .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
-        .where(SeriesVersion.series_id.in_(series_ids))
-        .group_by(SeriesVersion.series_id)
-    )
-    runs = session.scalars(
-        sa.select(Run).where(Run.id.in_(latest)).options(selectinload(Run.steps))
-    )
-    series_of = {version_id: series_id for version_id, series_id in session.execute(
-        sa.select(SeriesVersion.id, SeriesVersion.series_id)
-        .where(SeriesVersion.series_id.in_(series_ids))
-    )}
-    return {series_of[run.series_version_id]: run for run in runs}
-
-
-def _latest_replies(session: Session, version_ids: list[int]) -> dict[int, OutboxReply]:
-    newest: dict[int, OutboxReply] = {}
-    for reply in session.scalars(
-        sa.select(OutboxReply).where(OutboxReply.series_version_id.in_(version_ids))
-        .order_by(OutboxReply.id)
-    ):
-        assert reply.series_version_id is not None
-        newest[reply.series_version_id] = reply
-    return newest
-
-
-def combined_state(states: list[str]) -> str | None:
-    """The state of a stage made of several steps (build: build-base and build-patched)."""
-    if not states:
-        return None
-    if len(set(states)) == 1:
-        return states[0]
-    return next((s for s in _STATE_PRECEDENCE if s in states), states[-1])
-
-
-def stages(steps: list[RunStep], reply: OutboxReply | None) -> list[Stage]:
-    """Each stage of a run, apply to reply: the state of its steps and what went wrong."""
-    by_stage: dict[str, list[RunStep]] = {}
-    for step in steps:
-        stage = "build" if step.name.startswith("build") else step.name
-        by_stage.setdefault(stage, []).append(step)
-    out = []
-    for name in STAGES[:-1]:
-        members = by_stage.get(name, [])
-        state = combined_state([s.state for s in members])
-        detail = "; ".join(s.error for s in members if s.error) or ", ".join(
-            sorted({s.host for s in members if s.host and s.state == "running"}))
-        out.append(Stage(name, state, detail))
-    out.append(Stage("reply", reply.state if reply else None,
-                     (reply.reason or "") if reply else ""))
-    return out
+    ids = list(session.scalars(query.with_only_columns(Series.id).limit(limit).offset(offset)))
+    return [SeriesRow.from_view(view)
+            for view in series_views(session, ids, with_patches=False, site_url=base_url)]
 
 
 # ---------------------------------------------------------------------------------------------

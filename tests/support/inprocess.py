@@ -211,12 +211,15 @@ def _consoles() -> Iterator[None]:
     import rich
     from rich.console import Console
 
+    from bot.cli import terminal
+
     replaced: list[tuple[types.ModuleType, str, Console]] = []
     fresh: dict[int, Console] = {}
     for module in _our_modules():
         for name, value in list(vars(module).items()):
             if isinstance(value, Console):
-                replacement = fresh.setdefault(id(value), Console(stderr=value.stderr))
+                replacement = fresh.setdefault(
+                    id(value), terminal.stderr() if value.stderr else terminal.stdout())
                 replaced.append((module, name, value))
                 setattr(module, name, replacement)
     global_console = rich._console

@@ -7,7 +7,8 @@ States of a reply (OutboxReply.state):
          reject                  (rate limit:       crash: back to            crash: in-doubt
             v                     stays queued)      queued (nothing           (may have been
         rejected                                     was accepted)             accepted)
-    suppressed: by policy at enqueue (list not allow-listed, opt-out, disabled kind) or superseded
+    suppressed: by policy at enqueue (list not allow-listed, opt-out, disabled kind) or superseded;
+                `retry` or `approve` decide it again under the settings of now
     failed: refused by the server, or transient failures max_attempts times
 
 Exactly once. The Message-ID is derived from (kind, series version, anchor, run), so composing the
@@ -37,6 +38,7 @@ it; a newer version of the series suppresses it through `supersede`.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -90,24 +92,10 @@ def enqueue(
     existing = find_by_message_id(session, reply.message_id)
     if existing is not None:
         return existing, False
-    disabled = () if settings.does_not_apply_replies else ("does-not-apply",)
-    admission = admit(
-        kind=reply.kind,
-        author=reply.author,
-        lists=reply.lists,
-        allowed_lists=settings.allowed_lists,
-        allow_any_list=settings.mode == "outbox" and not settings.allowed_lists,
-        opt_out=OptOutList([*settings.opt_out, *extra_opt_out]),
-        moderation=settings.moderation,
-        disabled_kinds=disabled,
-    )
-    earlier = _earlier_reply(session, reply)
-    if earlier is not None and admission.state in (QUEUED, PENDING_APPROVAL):
-        # A retest of a version already answered: its reply is kept and shown, but one version
-        # gets one reply on the list unless a maintainer asks for the second.
-        admission = Admission(PENDING_APPROVAL, (
-            f"an earlier {reply.kind} reply for this version, <{earlier.message_id}>, is "
-            f"{earlier.state}: approve this one to send it too"))
+    admission = _admission(session, settings, kind=reply.kind, author=reply.author,
+                           lists=reply.lists, cc=reply.recipients[1:],
+                           series_version_id=reply.series_version_id,
+                           extra_opt_out=extra_opt_out)
     now = now or utcnow()
     row = OutboxReply(
         message_id=reply.message_id,
@@ -137,16 +125,44 @@ def enqueue(
     return row, True
 
 
-def _earlier_reply(session: Session, reply: ComposedReply) -> OutboxReply | None:
+def _admission(session: Session, settings: ReportSettings, *, kind: str, author: str,
+               lists: Sequence[str], cc: Sequence[str], series_version_id: int | None,
+               extra_opt_out: tuple[str, ...] = (), other_than: int | None = None) -> Admission:
+    """The policy's decision on a reply (bot.report.deliver.policy), and one reply per version
+    on the list: `other_than` is the reply's own row when it is decided again."""
+    admission = admit(
+        kind=kind,
+        author=author,
+        lists=lists,
+        allowed_lists=settings.allowed_lists,
+        allow_any_list=settings.mode == "outbox" and not settings.allowed_lists,
+        opt_out=OptOutList([*settings.opt_out, *extra_opt_out]),
+        moderation=settings.moderation,
+        disabled_kinds=() if settings.does_not_apply_replies else ("does-not-apply",),
+        cc=cc,
+    )
+    earlier = _earlier_reply(session, kind, series_version_id, other_than)
+    if earlier is not None and admission.state in (QUEUED, PENDING_APPROVAL):
+        # A retest of a version already answered: its reply is kept and shown, but one version
+        # gets one reply on the list unless a maintainer asks for the second.
+        admission = Admission(PENDING_APPROVAL, (
+            f"an earlier {kind} reply for this version, <{earlier.message_id}>, is "
+            f"{earlier.state}: approve this one to send it too"))
+    return admission
+
+
+def _earlier_reply(session: Session, kind: str, series_version_id: int | None,
+                   other_than: int | None) -> OutboxReply | None:
     """A reply of the same kind to the same series version that went out or will, if any."""
-    if reply.kind not in ONE_PER_VERSION or reply.series_version_id is None:
+    if kind not in ONE_PER_VERSION or series_version_id is None:
         return None
-    return session.scalar(
-        sa.select(OutboxReply)
-        .where(OutboxReply.series_version_id == reply.series_version_id,
-               OutboxReply.kind == reply.kind,
-               OutboxReply.state.notin_((SUPPRESSED, REJECTED, FAILED)))
-        .order_by(OutboxReply.id).limit(1))
+    query = (sa.select(OutboxReply)
+             .where(OutboxReply.series_version_id == series_version_id,
+                    OutboxReply.kind == kind,
+                    OutboxReply.state.notin_((SUPPRESSED, REJECTED, FAILED))))
+    if other_than is not None:
+        query = query.where(OutboxReply.id != other_than)
+    return session.scalar(query.order_by(OutboxReply.id).limit(1))
 
 
 def earlier_replies(session: Session, row: OutboxReply) -> list[OutboxReply]:
@@ -178,8 +194,14 @@ def seen_on_list(session: Session, message_id: str) -> bool:
     return session.scalar(sa.select(Message.id).where(Message.msgid == message_id)) is not None
 
 
-def approve(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None) -> None:
-    _require(row, (PENDING_APPROVAL,), "approve")
+def approve(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None, *,
+            settings: ReportSettings | None = None, list_addresses: Sequence[str] = ()) -> None:
+    """Let a reply waiting for moderation go out; a suppressed one too, with `settings`, when
+    the policy lets it go now."""
+    if row.state == SUPPRESSED and settings is not None:
+        _decide_again(session, row, settings, list_addresses, now)
+    else:
+        _require(row, (PENDING_APPROVAL,), "approve")
     _set(row, now, state=QUEUED, decided_by=by, reason=None)
 
 
@@ -190,8 +212,13 @@ def reject(
     _set(row, now, state=REJECTED, decided_by=by, reason=reason or "rejected by a maintainer")
 
 
-def retry(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None) -> str:
-    """Queue an in-doubt or failed reply again; what was done, in one sentence."""
+def retry(session: Session, row: OutboxReply, by: str, now: dt.datetime | None = None, *,
+          settings: ReportSettings | None = None, list_addresses: Sequence[str] = ()) -> str:
+    """Queue an in-doubt or failed reply again, or, with `settings`, decide a suppressed one
+    again under them; what was done, in one sentence."""
+    if row.state == SUPPRESSED and settings is not None:
+        _decide_again(session, row, settings, list_addresses, now, by=by)
+        return "decided again under the settings of now: they let it go"
     _require(row, (IN_DOUBT, FAILED), "retry")
     if seen_on_list(session, row.message_id):
         _set(row, now, state=SENT, last_error=None, sent_at=row.sent_at or now or utcnow())
@@ -213,6 +240,23 @@ def supersede(
     for row in rows:
         _set(row, now, state=SUPPRESSED, reason=reason)
     return len(rows)
+
+
+def _decide_again(session: Session, row: OutboxReply, settings: ReportSettings,
+                  list_addresses: Sequence[str], now: dt.datetime | None,
+                  by: str | None = None) -> None:
+    """A suppressed reply decided again under today's settings: its lists are its recipients
+    that are lists now (`list_addresses`: the configured [[lists]] addresses); OutboxError with
+    the reason when it is still suppressed."""
+    known = {address.lower() for address in [*row.lists, *list_addresses] if address}
+    lists = [address for address in row.recipients[1:] if address.lower() in known]
+    admission = _admission(session, settings, kind=row.kind, author=row.author, lists=lists,
+                           cc=row.recipients[1:], series_version_id=row.series_version_id,
+                           other_than=row.id)
+    if admission.state == SUPPRESSED:
+        raise OutboxError(f"reply {row.id} is still suppressed: {admission.reason}")
+    _set(row, now, state=admission.state, reason=admission.reason, lists=lists,
+         list_address=lists[0] if lists else None, decided_by=by or row.decided_by)
 
 
 def _require(row: OutboxReply, states: tuple[str, ...], action: str) -> None:
@@ -248,12 +292,10 @@ def row_dict(row: OutboxReply, *, raw: bool = False) -> dict[str, Any]:
         "last_error": row.last_error,
         "transport": row.transport,
         "decided_by": row.decided_by,
-        "created_at": row.created_at,
-        "updated_at": row.updated_at,
-        "send_started_at": row.send_started_at,
-        "sent_at": row.sent_at,
-        "next_attempt_at": row.next_attempt_at,
     }
+    for key in ("created_at", "updated_at", "send_started_at", "sent_at", "next_attempt_at"):
+        value = getattr(row, key)  # ISO 8601 with the offset, as every JSON time
+        data[key] = value.isoformat() if value is not None else None
     if raw:
         data["message"] = row.raw.decode("utf-8", "replace")
     return data

@@ -1,9 +1,10 @@
 """When not to write (docs/replies.md): allow-listed lists, opt-outs, rate limits, moderation.
 
 Pure decisions over plain data; `bot.report.deliver.outbox` and `bot.report.deliver.delivery`
-apply them. The allow-list, opt-out and moderation are decided when a reply is stored; the
-opt-out again and the rate limits when it is about to be sent, since both can change while a
-reply waits.
+apply them. The allow-list, opt-out and moderation are decided when a reply is stored, and
+again when a maintainer retries or approves a suppressed reply (the settings may have changed
+since); the opt-out again and the rate limits when it is about to be sent, since both can
+change while a reply waits.
 """
 
 from __future__ import annotations
@@ -55,14 +56,21 @@ def admit(
     opt_out: OptOutList,
     moderation: bool,
     disabled_kinds: Sequence[str] = (),
+    cc: Sequence[str] = (),
 ) -> Admission:
-    """Suppressed (with the reason), pending-approval under moderation, else queued."""
+    """Suppressed (with the reason), pending-approval under moderation, else queued.
+
+    `cc` is the reply's Cc: when no list is among it, the reason names what it does hold."""
     if kind in disabled_kinds:
         return Admission("suppressed", f"{kind} replies are disabled in this deployment")
     if author in opt_out:
         return Admission("suppressed", f"the author {author} opted out")
     if not lists:
-        return Admission("suppressed", "the reply would go to no list")
+        if not cc:
+            return Admission("suppressed", "the reply would go to no list: it has no Cc")
+        return Admission("suppressed", (
+            f"no configured list in its Cc ({', '.join(cc)}): add the list's address to "
+            "[[lists]], then `lorelab outbox retry` the reply"))
     allowed = {address.lower() for address in allowed_lists}
     refused = [address for address in lists if address.lower() not in allowed]
     if refused and not allow_any_list:
