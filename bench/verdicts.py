@@ -1,9 +1,9 @@
 """Simulate lab campaigns through the real pair loop and judge the judging (docs/statistics.md).
 
-Each campaign runs `workers.lab.pairs.run_pairs` (one warm-up pair, k_min 5, k_max 30, seeded AB/BA
-order) on simulated boots: a boot of kernel A or B gives a run time (lower is better) with the
-cell's noise, the patched kernel's multiplied by 1 + effect, and the machine's drift applied to
-the boot's place in the session. Per noise, CV and effect it reports:
+Each campaign runs `workers.lab.pairs.run_pairs` (one warm-up pair, k_min 5, k_max 30 or
+--pairs-max, seeded AB/BA order) on simulated boots: a boot of kernel A or B gives a run time
+(lower is better) with the cell's noise, the patched kernel's multiplied by 1 + effect, and the
+machine's drift applied to the boot's place in the session. Per noise, CV and effect it reports:
 - lorelab: how often a change is called (A/A: false alarms; else power, in the right direction),
   mean and 95th percentile pairs, coverage of the reported 95% interval and the bias of the
   reported estimate among the campaigns that called the change;
@@ -16,6 +16,9 @@ Noise: normal, lognormal, t3 (Student's t, 3 d.f.), 5% of boots x1.5, drift +0.1
 (lognormal around it), bimodal (two modes 2 CV apart), values rounded to 1% steps.
 
 Run: .venv/bin/python bench/verdicts.py [--campaigns 500] [--reply-campaigns 200] [--seed 1]
+     [--noises normal,drift] [--cvs 0.02] [--effects 0,0.05] [--pairs-max 30] [--no-half-delta]
+(the filters pick cells; a cell's campaigns have the same seeds whatever else runs; seeds of
+--seed s and s + 1 overlap, so take seeds far apart for independent repeats).
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ class Campaign:
     high_pct: float
 
 
-def campaign(seed: int, noise: str, cv: float, effect: float, whole_reply: bool) -> Campaign:
+def campaign(seed: int, noise: str, cv: float, effect: float, whole_reply: bool,
+             k_max: int = 30) -> Campaign:
     rng = np.random.default_rng(seed)
 
     def run_one(kernel: str, pair_index: int, position: int) -> list[Sample]:
@@ -98,7 +102,7 @@ def campaign(seed: int, noise: str, cv: float, effect: float, whole_reply: bool)
         return samples
 
     metrics = [TIME, RATE] if whole_reply else [TIME]
-    result = run_pairs(run_one, metrics, seed=seed, warmup_pairs=1, k_min=5, k_max=30)
+    result = run_pairs(run_one, metrics, seed=seed, warmup_pairs=1, k_min=5, k_max=k_max)
     main = result.comparisons[TIME.name]
     return Campaign(
         verdict=main.verdict,
@@ -140,11 +144,11 @@ class Cell:
 
 
 def run_cell(noise: str, cv: float, effect: float, campaigns: int, reply_campaigns: int,
-             seed: int) -> Cell:
+             seed: int, k_max: int = 30) -> Cell:
     # Each cell its own block of seeds: cells with similar noise must not share their luck.
     seed = seed + 10_000_000 * (NOISES.index(noise) + 1) + 100_000 * round(1000 * cv) \
         + 1_000 * round(100 * effect)
-    results = [campaign(seed + i, noise, cv, effect, False) for i in range(campaigns)]
+    results = [campaign(seed + i, noise, cv, effect, False, k_max) for i in range(campaigns)]
     truth = 100 * effect
     right = Verdict.REGRESSION if effect > 0 else None
     if right is None:
@@ -162,7 +166,7 @@ def run_cell(noise: str, cv: float, effect: float, campaigns: int, reply_campaig
     cell = Cell(
         noise=noise, cv=cv, effect=effect,
         called=float(np.mean(called)),
-        no_change=float(np.mean([r.verdict is Verdict.NO_CHANGE and r.pairs < 30
+        no_change=float(np.mean([r.verdict is Verdict.NO_CHANGE and r.pairs < k_max
                                  for r in results])),
         mean_pairs=float(pairs.mean()),
         p95_pairs=float(np.percentile(pairs, 95)),
@@ -172,7 +176,7 @@ def run_cell(noise: str, cv: float, effect: float, campaigns: int, reply_campaig
         student=float(np.mean([student_changed(a, b) for a, b in first])),
     )
     if effect == 0 and reply_campaigns:
-        replies = [campaign(seed + 500_000 + i, noise, cv, 0.0, True)
+        replies = [campaign(seed + 500_000 + i, noise, cv, 0.0, True, k_max)
                    for i in range(reply_campaigns)]
         cell.reply_alarms = float(np.mean([r.changed_anywhere for r in replies]))
     return cell
@@ -191,19 +195,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noises", default=",".join(NOISES))
     parser.add_argument("--cvs", default=",".join(f"{c:g}" for c in CVS))
     parser.add_argument("--effects", default=",".join(f"{e:g}" for e in EFFECTS))
+    parser.add_argument("--pairs-max", type=int, default=30, help="k_max of every campaign")
+    parser.add_argument("--no-half-delta", action="store_true",
+                        help="skip the A/A cells at CV = delta / 2")
     args = parser.parse_args(argv)
+    if args.campaigns < 1:
+        parser.error("--campaigns must be at least 1 (whole replies run beside them)")
     started = time.perf_counter()
     noises = args.noises.split(",")
     cells = [run_cell(noise, float(cv), float(effect), args.campaigns, args.reply_campaigns,
-                      args.seed)
+                      args.seed, args.pairs_max)
              for noise in noises for cv in args.cvs.split(",")
              for effect in args.effects.split(",")]
     # A/A at CV = delta / 2 (0.5% for delta 1%): does "no change" come before pairs_max?
-    cells += [run_cell(noise, 0.005, 0.0, args.campaigns, 0, args.seed) for noise in noises]
+    if not args.no_half_delta:
+        cells += [run_cell(noise, 0.005, 0.0, args.campaigns, 0, args.seed, args.pairs_max)
+                  for noise in noises]
     elapsed = time.perf_counter() - started
     print(f"machine: {describe()}, numpy {np.__version__}")
     print(f"{args.campaigns} campaigns per cell ({args.reply_campaigns} whole replies per A/A "
-          f"cell), seed {args.seed}; run_pairs: 1 warm-up pair, k 5..30, delta 1%")
+          f"cell), seed {args.seed}; run_pairs: 1 warm-up pair, k 5..{args.pairs_max}, delta 1%")
     print()
     print("| noise | CV % | effect % | lorelab called % | no change early % | pairs mean / p95 "
           "| 95% interval covers % | bias when called (pts) | lkp 10 runs % | t 10 runs % "
@@ -218,8 +229,31 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for label, ok in targets(cells):
         print(f"target {label}: {'met' if ok else 'MISSED'}")
+    for line in false_alarm_errors(cells, args.campaigns, args.reply_campaigns):
+        print(line)
     print(f"run time: {elapsed:.0f} s")
     return 0
+
+
+def false_alarm_errors(cells: list[Cell], campaigns: int, replies: int) -> list[str]:
+    """A/A rates pooled over the cells, and the worst cell in Monte Carlo standard errors above
+    5%: a cell whose true rate is 5% shows more than 5% in half of the runs, so one figure above
+    5% is evidence only when it is several standard errors above."""
+    lines = []
+    for label, rates, n in (
+        ("main metric", [c.called for c in cells if c.effect == 0], campaigns),
+        ("whole reply", [c.reply_alarms for c in cells if c.reply_alarms is not None], replies),
+    ):
+        if not rates or n < 1:
+            continue
+        pooled = float(np.mean(rates))
+        se = math.sqrt(0.05 * 0.95 / n)
+        worst = max(rates)
+        lines.append(f"A/A {label}: {100 * pooled:.2f}% pooled over {len(rates)} cells "
+                     f"(+-{100 * math.sqrt(pooled * (1 - pooled) / (n * len(rates))):.2f}); "
+                     f"highest cell {100 * worst:.1f}% = 5% + {(worst - 0.05) / se:.1f} "
+                     f"standard errors of {100 * se:.2f} points at {n} campaigns")
+    return lines
 
 
 def targets(cells: list[Cell]) -> list[tuple[str, bool]]:

@@ -86,11 +86,12 @@ def test_shipped_entry_is_recomputed_exactly_from_its_seed():
 
 
 def test_shipped_alpha_holds_the_family_rate_on_fresh_null_campaigns():
-    # The looks of (5, 30) with a level from the table: the share of null campaigns with any
-    # p <= alpha' is 5% within 3 standard errors, and 1% at the family level 0.01.
-    trials = 20_000
-    smallest = min_pvalues_over_looks(5, 30, trials, np.random.default_rng(99))
-    se = math.sqrt(0.05 * 0.95 / trials)
-    assert abs(np.mean(smallest <= SHIPPED[(5, 30)].two_sided[0.05]) - 0.05) <= 3 * se
-    assert np.mean(smallest <= SHIPPED[(5, 30)].two_sided[0.01]) <= 0.01 + 3 * math.sqrt(
-        0.01 * 0.99 / trials)
+    # 400,000 fresh null campaigns of the default looks (5, 30): at each family level the share
+    # with any p <= alpha' is at most that level (the old levels, chosen where 200,000 trials
+    # merely came out <= the level, gave 5.04%, 2.05% and 1.02% here), and at 0.05 not
+    # wastefully below it.
+    smallest = min_pvalues_over_looks(5, 30, 400_000, np.random.default_rng(7))
+    levels = SHIPPED[(5, 30)].two_sided
+    for family in (0.05, 0.02, 0.01):
+        assert np.mean(smallest <= levels[family]) <= family
+    assert np.mean(smallest <= levels[0.05]) >= 0.048
