@@ -51,6 +51,13 @@ class BuildSettings:
     # kernel's takes ~0.3 GB, a defconfig one's ~3 GB).
     max_disk_mb: int = 20480
     max_log_bytes: int = 4 * 1024 * 1024  # captured output; the middle is dropped beyond this
+    # IO on the disk holding the build directories, MiB and operations per second (0: no limit;
+    # none where they have no block device). The stand-in's builds write under 1 MiB/s, a
+    # defconfig kernel ~3 GB in all; 100 MiB/s is a tenth of a virtio disk's direct writes.
+    io_read_mbps: int = 200
+    io_write_mbps: int = 100
+    io_read_iops: int = 0
+    io_write_iops: int = 0
     # Applying (git am, outside the sandbox): binary files a series may carry, once inflated,
     # in all; and the memory git am may use (its own cgroup, where the host gives one).
     max_binary_mb: int = 64

@@ -166,7 +166,9 @@ def limits(settings: BuildSettings, wall_seconds: float | None = None) -> Limits
                   wall_seconds=settings.wall_seconds if wall_seconds is None else wall_seconds,
                   max_file_mb=settings.max_file_mb, max_log_bytes=settings.max_log_bytes,
                   max_processes=settings.max_processes, max_disk_mb=settings.max_disk_mb,
-                  cpus=settings.jobs)
+                  cpus=settings.jobs, io_read_mbps=settings.io_read_mbps,
+                  io_write_mbps=settings.io_write_mbps, io_read_iops=settings.io_read_iops,
+                  io_write_iops=settings.io_write_iops)
 
 
 def _checkout(repo: Path, src: Path, commit: str) -> None:

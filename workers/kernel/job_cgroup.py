@@ -1,14 +1,18 @@
-"""A cgroup of its own for each sandboxed job: a process limit, a memory limit, a CPU quota.
+"""A cgroup of its own for each sandboxed job: a process limit, a memory limit, a CPU quota,
+and IO rates on the disks it writes.
 
 RLIMIT_NPROC does not hold root (our uid here, in or out of a user namespace), so a fork bomb
 is stopped by the pids controller. Each job gets `lorelab-job-<id>` under the worker's own
-cgroup in every hierarchy that has the controller (cgroup v1: pids, memory, cpu; cgroup v2: the
-unified tree, when the worker's cgroup can delegate them). The limits are written there; the job
-runs in its child `job/run`, and `job` is the only part of the cgroup tree it can write (the
-sandbox mounts it over the hierarchy and the rest read-only, see `workers.kernel.sandbox`), so
-it cannot raise its own limits, freeze another cgroup or move itself out. Where the host gives
-no controller, `JobCgroup.missing` says which, and the job's log says so: a job is never
-described as limited when it is not.
+cgroup in every hierarchy that has the controller (cgroup v1: pids, memory, cpu, blkio; cgroup
+v2: the unified tree, when the worker's cgroup can delegate them). The limits are written
+there; the job runs in its child `job/run`, and `job` is the only part of the cgroup tree it
+can write (the sandbox mounts it over the hierarchy and the rest read-only, see
+`workers.kernel.sandbox`), so it cannot raise its own limits, freeze another cgroup or move
+itself out. Where the host gives no controller, `JobCgroup.missing` says which (and
+`io_unlimited` for IO), and the job's log says so: a job is never described as limited when it
+is not. IO is limited per disk (`IoLimit`, from `workers.kernel.block_device`); on cgroup v1
+the kernel's own writeback of a job's buffered writes is not the job's, so there only reads,
+O_DIRECT writes and what the job flushes itself (fsync) are throttled.
 """
 
 from __future__ import annotations
@@ -20,8 +24,26 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CONTROLLERS = ("pids", "memory", "cpu")
+CONTROLLERS = ("pids", "memory", "cpu", "io")
+_V1_NAMES = {"io": "blkio"}
 _PERIOD_US = 100_000
+
+
+@dataclass(frozen=True)
+class IoLimit:
+    """Bytes and operations per second a job may read and write on each disk (0: no limit)."""
+
+    disks: tuple[str, ...] = ()  # "MAJ:MIN" of whole disks (`block_device.disk_of`)
+    read_bps: int = 0
+    write_bps: int = 0
+    read_iops: int = 0
+    write_iops: int = 0
+
+    def rates(self) -> dict[str, int]:
+        """The limits set, by io.max's key: {"wbps": 104857600}."""
+        return {key: value for key, value in (("rbps", self.read_bps), ("wbps", self.write_bps),
+                                              ("riops", self.read_iops),
+                                              ("wiops", self.write_iops)) if value}
 
 
 @dataclass
@@ -32,6 +54,7 @@ class JobCgroup:
     mounts: dict[Path, Path] = field(default_factory=dict)  # its `job` dir -> hierarchy mount
     missing: tuple[str, ...] = ()  # controllers the host would not give
     reason: str = ""  # why, in one line
+    io_unlimited: str = ""  # why the IO limit asked for could not be set, in one line
 
     @property
     def job_dirs(self) -> list[Path]:
@@ -134,8 +157,9 @@ def hierarchies() -> dict[str, tuple[Path, Path]]:
             fstype, mount, options = after[0], fields[4], after[2].split(",")
             if fstype == "cgroup":
                 for name in CONTROLLERS:
-                    if name in options and name in own and name not in found:
-                        found[name] = (Path(mount), Path(mount + own[name]))
+                    v1 = _V1_NAMES.get(name, name)
+                    if v1 in options and v1 in own and name not in found:
+                        found[name] = (Path(mount), Path(mount + own[v1]))
             elif fstype == "cgroup2" and "" in own:
                 v2 = (Path(mount), Path(mount + own[""]))
     if v2 is not None:
@@ -147,13 +171,16 @@ def hierarchies() -> dict[str, tuple[Path, Path]]:
     return found
 
 
-def make_job_cgroup(max_processes: int, memory_mb: int, cpus: float) -> JobCgroup:
-    """A new job cgroup with these limits in every hierarchy that has the controller."""
+def make_job_cgroup(max_processes: int, memory_mb: int, cpus: float,
+                    io: IoLimit | None = None) -> JobCgroup:
+    """A new job cgroup with these limits in every hierarchy that has the controller; `io`
+    only when it names a disk and a rate."""
     name = f"lorelab-job-{uuid.uuid4().hex[:12]}"
     job = JobCgroup()
     missing, reasons = [], []
     places = hierarchies()
-    for controller in CONTROLLERS:
+    io = io if io is not None and io.disks and io.rates() else None
+    for controller in CONTROLLERS if io else CONTROLLERS[:-1]:
         mount, parent = places.get(controller, (None, None))
         if mount is None or parent is None:
             missing.append(controller)
@@ -161,23 +188,35 @@ def make_job_cgroup(max_processes: int, memory_mb: int, cpus: float) -> JobCgrou
             continue
         try:
             path = parent / name
-            if "cgroup.subtree_control" in os.listdir(parent):  # v2: delegate it first
+            v2 = "cgroup.subtree_control" in os.listdir(parent)
+            if v2:  # delegate it first
                 (parent / "cgroup.subtree_control").write_text(f"+{controller}")
-            path.mkdir(exist_ok=True)
-            _write_limit(path, controller, max_processes, memory_mb, cpus)
             (path / "job" / "run").mkdir(parents=True, exist_ok=True)
+            # cgroup v1's blk-throttle limits a cgroup's own IO, not its children's: the limit
+            # goes where the job runs, and that hierarchy stays read-only to it (not mounted).
+            flat = controller == "io" and not v2
+            _write_limit(path / "job" / "run" if flat else path, controller, max_processes,
+                         memory_mb, cpus, io)
             job.limited[controller] = path
-            job.mounts[path / "job"] = mount
+            if not flat:
+                job.mounts[path / "job"] = mount
         except OSError as exc:
             missing.append(controller)
             reasons.append(f"{controller}: {parent}: {exc.strerror or exc}")
+            if path not in job.limited.values():  # a limit refused (a disk): no empty cgroup
+                with contextlib.suppress(OSError):
+                    for made in (path / "job" / "run", path / "job", path):
+                        made.rmdir()
+    if "io" in missing:  # said on its own line: IO is not a limit every host can give
+        job.io_unlimited = reasons.pop(missing.index("io"))
+        missing.remove("io")
     job.missing = tuple(missing)
     job.reason = "; ".join(reasons)
     return job
 
 
 def _write_limit(path: Path, controller: str, max_processes: int, memory_mb: int,
-                 cpus: float) -> None:
+                 cpus: float, io: IoLimit | None) -> None:
     v2 = (path / "cgroup.controllers").exists()
     if controller == "pids":
         (path / "pids.max").write_text(str(max_processes))
@@ -191,3 +230,16 @@ def _write_limit(path: Path, controller: str, max_processes: int, memory_mb: int
         else:
             (path / "cpu.cfs_period_us").write_text(str(_PERIOD_US))
             (path / "cpu.cfs_quota_us").write_text(str(quota))
+    elif controller == "io" and io is not None:
+        for disk in io.disks:
+            if v2:
+                rates = " ".join(f"{key}={value}" for key, value in io.rates().items())
+                (path / "io.max").write_text(f"{disk} {rates}")
+                continue
+            for key, value in io.rates().items():
+                (path / _V1_FILES[key]).write_text(f"{disk} {value}")
+
+
+_V1_FILES = {"rbps": "blkio.throttle.read_bps_device", "wbps": "blkio.throttle.write_bps_device",
+             "riops": "blkio.throttle.read_iops_device",
+             "wiops": "blkio.throttle.write_iops_device"}

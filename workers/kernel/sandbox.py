@@ -10,10 +10,11 @@ What is enforced, on every build:
 - limits: RLIMIT_CPU, RLIMIT_AS and RLIMIT_FSIZE on every process of the build (inherited, so
   per process, not a total), no core files, a wall-clock timeout that kills the whole
   namespace, and at most `max_log_bytes` of output kept (the beginning and the end); a cgroup
-  of the job's own (`workers.kernel.job_cgroup`: pids.max, a memory limit, a CPU quota), where
-  a fork bomb is killed as soon as it meets pids.max; a watcher that kills the job when its
-  `disk` directories hold more than `max_disk_mb`. `SandboxResult.limit` says which limit
-  stopped it, and the output says so too (and names any cgroup limit the host could not give);
+  of the job's own (`workers.kernel.job_cgroup`: pids.max, a memory limit, a CPU quota, IO
+  rates on the disks of its directories), where a fork bomb is killed as soon as it meets
+  pids.max; a watcher that kills the job when its `disk` directories hold more than
+  `max_disk_mb`. `SandboxResult.limit` says which limit stopped it, and the output says so
+  too (and names any cgroup limit the host could not give);
 When the mount namespace works (as root, or with user namespaces), also:
 - read-only filesystem: every mount but the writable directories, /proc and /dev is remounted
   read-only inside the namespace, so a build can write only its O= directory, its temporary
@@ -42,7 +43,11 @@ a job may write past `max_disk_mb` by what it writes in that time (RLIMIT_FSIZE 
 file), and directories not in `disk` (ccache, bounded by its own max_size) are not counted.
 Without a mount namespace (`userns+netns`) nothing is hidden, the filesystem is as writable as
 for our uid, and so is the cgroup tree; without cgroups (not root, no delegated subtree) there
-is no process limit and no total memory or CPU limit, and the output says so.
+is no process limit and no total memory or CPU limit, and the output says so. IO is not
+limited on a directory with no block device (tmpfs, overlay, virtio-fs), and on cgroup v1 the
+kernel's writeback of buffered writes is not counted (reads, O_DIRECT and fsync'd writes are);
+the output says "IO not limited: <why>" for each directory with no block device, and when the
+host gives no IO controller.
 """
 
 from __future__ import annotations
@@ -60,11 +65,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.config import data_dir, default_config_path
-from workers.kernel.job_cgroup import JobCgroup, make_job_cgroup
+from workers.kernel.block_device import disk_of
+from workers.kernel.job_cgroup import IoLimit, JobCgroup, make_job_cgroup
 
 SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 ENV_ALLOWED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "CCACHE_DIR",
@@ -110,6 +116,11 @@ class Limits:
     max_processes: int = 2048  # pids.max of the job cgroup: a fork bomb stops here
     max_disk_mb: int = 20480  # of the watched directories (`disk`); beyond, the job is killed
     cpus: float = 0  # the job cgroup's CPU quota in CPUs; 0: every CPU
+    # IO on each disk holding its directories (cwd, writable), per second; 0: no limit.
+    io_read_mbps: int = 0
+    io_write_mbps: int = 0
+    io_read_iops: int = 0
+    io_write_iops: int = 0
 
 
 @dataclass(frozen=True)
@@ -417,12 +428,16 @@ def run_sandboxed(
     command = [*prefix]
     run_env = dict(env)
     table = ""
+    io, no_disk = io_limit(limits, [cwd, *(binds.get(Path(p), Path(p)) for p in writable)])
     cgroup = make_job_cgroup(limits.max_processes, limits.memory_mb,
-                             limits.cpus or float(os.cpu_count() or 1))
+                             limits.cpus or float(os.cpu_count() or 1), io)
     notes = []
     if cgroup.missing:
         notes.append(f"lorelab: this host gives the job no cgroup limit for "
                      f"{', '.join(cgroup.missing)} ({cgroup.reason}): those are not enforced")
+    for why in [*no_disk, cgroup.io_unlimited]:
+        if why:
+            notes.append(f"lorelab: IO not limited: {why}")
     if "mountns" in name:
         if shutil.which("setpriv") is None:
             cgroup.remove()
@@ -520,6 +535,24 @@ def run_sandboxed(
         timed_out=limit == "wall", seconds=time.monotonic() - started, isolation=name,
         limit=limit, peak_processes=peak,
     )
+
+
+def io_limit(limits: Limits, directories: Iterable[Path]) -> tuple[IoLimit | None, list[str]]:
+    """The IO limit of a job using `directories`, and why any of them is not limited (no
+    block device); (None, []) when `limits` sets no IO rate."""
+    mib = 1024 * 1024
+    rates = IoLimit(read_bps=limits.io_read_mbps * mib, write_bps=limits.io_write_mbps * mib,
+                    read_iops=limits.io_read_iops, write_iops=limits.io_write_iops)
+    if not rates.rates():
+        return None, []
+    disks, unlimited = [], []
+    for directory in dict.fromkeys(directories):
+        disk, why = disk_of(directory)
+        if disk is None:
+            unlimited.append(why)
+        elif disk not in disks:
+            disks.append(disk)
+    return replace(rates, disks=tuple(disks)), unlimited
 
 
 def limit_message(limit: str, limits: Limits) -> str:
