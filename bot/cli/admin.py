@@ -8,7 +8,14 @@ import typer
 
 from bot.cli.context import UserError, console, emit_json, settings
 from bot.config import default_config_path, starter_config
-from bot.db.session import SCHEMA_HEAD, Database, current_revision, downgrade, upgrade
+from bot.db.session import (
+    SCHEMA_HEAD,
+    Database,
+    current_revision,
+    downgrade,
+    newer_schema,
+    upgrade,
+)
 
 db_app = typer.Typer(help="The database schema (Alembic migrations).")
 
@@ -39,6 +46,9 @@ def _database() -> Database:
 def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) -> None:
     """Bring the schema up to date (or to REVISION)."""
     db = _database()
+    if newer_schema(current := current_revision(db.engine)):
+        raise UserError(f"the database has schema {current}, made by a newer lorelab (this one "
+                        f"knows up to {SCHEMA_HEAD}): nothing to upgrade; use that lorelab")
     upgrade(db.engine, revision)
     console.print(f"database schema at {current_revision(db.engine)}")
 

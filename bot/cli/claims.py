@@ -20,6 +20,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
+from bot.cli import terminal
 from bot.cli.context import UserError, emit_json
 
 if TYPE_CHECKING:  # the claims reader imports scipy: only `lorelab claims` pays for it
@@ -74,7 +75,7 @@ def claims(
     else:
         raws = _raws_from_database(_bare_msgid(target), thread=thread)
     results = [_analyse(read_message_text(raw)) for raw in raws]
-    out = Console(highlight=False)
+    out = terminal.stdout()
     if thread:
         results = drop_repeated_quotes(results)
         if as_json:

@@ -67,7 +67,8 @@ def _who() -> str:
 
 @outbox_app.command("list")
 def outbox_list(
-    state: str = typer.Option(None, "--state", "-s", help=f"Only this state: {outbox.STATES}."),
+    state: str = typer.Option(None, "--state", "-s",
+                              help=f"Only this state: {', '.join(outbox.STATES)}."),
     kind: str = typer.Option(None, "--kind", "-k", help="Only this kind, e.g. benchmark."),
     limit: int = typer.Option(50, "--limit", "-n", help="At most this many, newest first."),
     as_json: bool = JSON_OPTION,

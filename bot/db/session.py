@@ -108,6 +108,11 @@ def downgrade(engine: Engine, revision: str) -> None:
     command.downgrade(alembic_config(engine), revision)
 
 
+def newer_schema(revision: str | None) -> bool:
+    """Whether `revision` comes after this lorelab's newest (revisions are numbered 0001...)."""
+    return revision is not None and revision.isdigit() and revision > SCHEMA_HEAD
+
+
 def ensure_schema(engine: Engine) -> None:
     """Create the schema in an empty database; refuse to run on an outdated one."""
     current = current_revision(engine)
@@ -116,6 +121,11 @@ def ensure_schema(engine: Engine) -> None:
     if current is None and not sa.inspect(engine).get_table_names():
         upgrade(engine)
         return
+    if newer_schema(current):
+        raise SchemaError(
+            f"the database at {engine.url.render_as_string(hide_password=True)} has schema "
+            f"{current}, made by a newer lorelab (this one knows up to {SCHEMA_HEAD}): use "
+            "that lorelab, or another database")
     raise SchemaError(
         f"the database at {engine.url.render_as_string(hide_password=True)} has schema "
         f"{current or 'unknown (not made by lorelab?)'}, this lorelab needs {SCHEMA_HEAD}: "

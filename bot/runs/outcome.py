@@ -18,7 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import LabCampaign, Run
-from bot.report.compose.failure_reply import BUILD_FAILURE, DOES_NOT_APPLY
+from bot.report.compose.kinds import BENCHMARK as BENCHMARK_REPLY
+from bot.report.compose.kinds import BUILD_FAILURE, DOES_NOT_APPLY
 from bot.runs.records import ApplyRecord, BuildRecord
 from bot.runs.states import STOPPED, StepState
 
@@ -130,9 +131,6 @@ def _decide(kind: str, run_state: str, steps: Mapping[str, StepView],
     bench = steps["bench"]
     if bench.state != StepState.DONE:
         return RunOutcome(Outcome.NOT_TESTED, f"the benchmarks did not run: {bench.error}")
-    # imported here: the reply's module pulls in numpy and scipy, which `runs list` does not need
-    from bot.report.compose.benchmark_reply import KIND as BENCHMARK_REPLY
-
     finding, why = benchmark_finding(verdicts)
     return RunOutcome(finding, why, BENCHMARK_REPLY)
 

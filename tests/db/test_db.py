@@ -59,3 +59,19 @@ def test_a_database_lorelab_did_not_make_is_refused(db_url: str) -> None:
         ensure_schema(engine)
     assert current_revision(engine) is None
     engine.dispose()
+
+
+def test_a_database_of_a_newer_lorelab_says_so_in_one_line(db_url: str, tmp_path: Path) -> None:
+    """Schema 9999 (a later lorelab's): every command and `db upgrade` say so, no traceback."""
+    lorelab = Lorelab(tmp_path, db_url)
+    lorelab.run("db", "upgrade")
+    engine = sa.create_engine(db_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+    for args in (("series", "list"), ("db", "upgrade")):
+        proc = lorelab.run(*args, check=False)
+        err = proc.stderr.decode()
+        assert proc.returncode == 1
+        assert "schema 9999, made by a newer lorelab" in err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1

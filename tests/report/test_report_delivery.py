@@ -581,5 +581,5 @@ def test_does_not_apply_replies_go_out_only_where_the_deployment_enables_them(
     row = row_of(db, store(db, reply, default))
     assert (row.state, row.reason) == (
         outbox.SUPPRESSED,
-        "does-not-apply replies are disabled in this deployment",
+        "does-not-apply replies are disabled in this deployment ([report] does_not_apply_replies)",
     )

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 
 from bot.analysis.verdict import Verdict
+from bot.report.compose import kinds
 from bot.report.compose.claim_view import claim_support
 from bot.report.compose.inputs import ReplyOptions
 from bot.report.compose.message import ComposedReply, compose_reply
@@ -37,7 +38,7 @@ from bot.report.compose.tables import (
 )
 from bot.report.compose.text import Block, Fields, Preformatted, Prose, Quote, glue, indent
 
-KIND = "benchmark"
+KIND = kinds.BENCHMARK
 
 
 def compose_benchmark_reply(ctx: BenchmarkReplyContext, options: ReplyOptions) -> ComposedReply:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.report.compose import kinds
 from bot.report.compose.inputs import ParentMessage, ReplyOptions
 from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.text import Block, Preformatted, Prose, Quote, indent
 
-KIND = "command"
+KIND = kinds.COMMAND
 OUTCOMES = ("queued", "not-understood", "help", "stopped", "refused", "limited")
 
 

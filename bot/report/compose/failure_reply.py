@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 from bot.report.compose.build_log import first_errors
 from bot.report.compose.inputs import ParentMessage, ReplyOptions, SeriesInfo, TreeInfo
+from bot.report.compose.kinds import BUILD_FAILURE, DOES_NOT_APPLY
 from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.results import BuildInfo
 from bot.report.compose.text import Block, Fields, Preformatted, Prose, glue, indent
-
-BUILD_FAILURE = "build-failure"
-DOES_NOT_APPLY = "does-not-apply"
 
 
 @dataclass(frozen=True)
