@@ -36,10 +36,10 @@ def demo(as_json: bool = typer.Option(False, "--json", help="Print the outcome a
                    "steps": outcome.steps, "reply_state": outcome.reply_state,
                    "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
         return
-    print_outcome(out, outcome, exit_status=False)
+    print_outcome(out, outcome, exit_status=False, config=result.config)
     out.print()
     out.print(f"everything is in {result.database_url}; `lorelab serve` shows it (while you "
-              "have no config or database of your own), and so does -c with any command:",
+              "have no config and no mail of your own), and so does -c with any command:",
               soft_wrap=True, markup=False)
     out.print(f"  lorelab -c {result.config} serve      # the status page", soft_wrap=True)
     out.print(f"  lorelab -c {result.config} runs show {outcome.run_id}", soft_wrap=True)

@@ -19,7 +19,12 @@ from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from rich.console import Console
+
     from bot.db.session import Database
+    from bot.runs.review import ReviewOutcome
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +70,10 @@ def review(
     raise typer.Exit(outcome.exit_code)
 
 
-def print_outcome(out, outcome, exit_status: bool = True) -> None:  # type: ignore[no-untyped-def]
+def print_outcome(out: Console, outcome: ReviewOutcome, exit_status: bool = True,
+                  config: Path | None = None) -> None:
+    """The run's outcome, headline and reply; `config`: the settings file the commands it
+    suggests must be given (`-c`), as after the demo."""
     status = f" (exit status {outcome.exit_code})" if exit_status else ""
     out.print(f"run {outcome.run_id}: {outcome.verdict_class}{status}")
     for change in outcome.headline:
@@ -76,7 +84,9 @@ def print_outcome(out, outcome, exit_status: bool = True) -> None:  # type: igno
         return
     for note in outcome.reply_notes:
         out.print(note, markup=False, highlight=False)
-    out.print(f"this run's reply ({outcome.reply_state}; `lorelab outbox list` shows it):")
+    listing = f"lorelab -c {config} outbox list" if config else "lorelab outbox list"
+    out.print(f"this run's reply ({outcome.reply_state}; `{listing}` shows it):", soft_wrap=True,
+              markup=False)
     out.print("-" * 72)
     sys.stdout.flush()
     sys.stdout.buffer.write(outcome.reply)
@@ -115,8 +125,9 @@ def _progress(out, quiet: bool) -> Iterator:  # type: ignore[no-untyped-def, typ
 
 
 def _check_fetchable(db: Database, lore_url: str, thread: str) -> None:
-    """A message-id that is not stored must come from [ingest] lore_url: say at once when
-    there is none, or its host cannot be reached, rather than after retries."""
+    """A message-id that is not stored must come from [ingest] lore_url, a URL from its own
+    host: say at once when there is no archive, or its host cannot be reached, rather than
+    after retries (exit 75: try again with a network)."""
     import os
 
     import sqlalchemy as sa
@@ -124,8 +135,14 @@ def _check_fetchable(db: Database, lore_url: str, thread: str) -> None:
     from bot.db.models import Message
     from bot.ingest.http import unreachable
 
-    if os.path.exists(thread) or "@" not in thread or "/" in thread:
-        return  # a file or a URL
+    if os.path.exists(thread):
+        return
+    if thread.startswith(("https://", "http://")):
+        if problem := unreachable(thread):
+            raise UserError(f"{problem}; check the URL, or give an mbox file", exit_code=75)
+        return
+    if "@" not in thread or "/" in thread:
+        return  # neither a URL nor a message-id: review_thread says what it expected
     msgid = thread.strip().strip("<>")
     with db.session() as session:
         if session.scalar(sa.select(Message.id).where(Message.msgid == msgid)) is not None:

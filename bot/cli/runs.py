@@ -31,7 +31,7 @@ from bot.runs.steps import LISTENERS, worker_gone
 
 runs_app = typer.Typer(help="Apply and build runs, and their steps.")
 
-JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the run shape in bot/cli/runs.py).")
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON (README, \"JSON shapes\").")
 VERSION_OPTION = typer.Option(None, "--version", "-v", help="Series version (default: latest).")
 TREE_OPTION = typer.Option(None, "--tree", "-t", help="A configured [[trees]] name.")
 BASE_OPTION = typer.Option(None, "--base", help="Apply on this revision (skips base selection).")

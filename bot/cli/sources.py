@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
@@ -129,7 +129,7 @@ def run_service(
 ) -> None:
     """Follow every configured list: poll, plan and run reviews, act on commands, reply.
 
-    Polls each \\[\\[sources]] on its interval until SIGTERM; after each round the automatic
+    Polls each [[sources]] on its interval until SIGTERM; after each round the automatic
     pipeline plans review runs for new series, dispatches them and delivers due replies."""
     import datetime as dt
 
@@ -154,6 +154,31 @@ def run_service(
         since[0] = started
 
     run(db, cfg, stop=stop, once=once, after_polls=after_polls)
+
+
+def _when(iso: str | None) -> str:
+    """A stored time as a person reads it: to the minute, in UTC."""
+    import datetime as dt
+
+    if not iso:
+        return ""
+    return dt.datetime.fromisoformat(iso).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def cursor_words(position: dict[str, Any]) -> str:
+    """A source's stored position in words: the newest feed entry read and the threads fetched
+    for context (lore), or the commit each epoch was read up to (pi-git). The feed's HTTP
+    validators and the message-ids already seen only matter to the next poll."""
+    words = []
+    if position.get("newest"):
+        words.append(f"newest {_when(position['newest'])}")
+    if fetched := len(position.get("context_fetched") or {}):
+        words.append(f"{fetched} thread{'s' if fetched != 1 else ''} fetched for context")
+    epochs = {key.removeprefix("epoch/"): commit for key, commit in position.items()
+              if key.startswith("epoch/") and commit}
+    for epoch in sorted(epochs, key=lambda n: (len(n), n)):  # 2 before 10
+        words.append(f"epoch {epoch} at {str(epochs[epoch])[:12]}")
+    return ", ".join(words)
 
 
 def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
@@ -184,11 +209,10 @@ def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JS
     table = Table("kind", "location", "list", "ingested", "skipped", "last poll", "cursor",
                   "last error")
     for row in rows:
-        position = row["position"] or {}
-        cursor = ", ".join(f"{k}={str(v)[:12]}" for k, v in position.items() if k != "seen")
         table.add_row(row["kind"], row["location"], row["list"] or "",
                       str(row["messages_ingested"]), str(row["skipped"]),
-                      row["last_poll"] or "never", cursor, row["last_error"] or "")
+                      _when(row["last_poll"]) or "never", cursor_words(row["position"] or {}),
+                      row["last_error"] or "")
     out = stdout_console()
     out.print(table)
     for row in rows:

@@ -4,12 +4,14 @@
 
 Defaults come from [web] host and port. Pages and the API are read-only; admin actions need
 [web] admin_token (or LORELAB_WEB_ADMIN_TOKEN) and are disabled without it. With nothing of the
-user's to serve (no config file, no [database] url, no database in the default place) and a
-`lorelab demo` run, it serves the demo's database, and says so.
+user's to serve (no config file, no [database] url, and no mail stored in the default database:
+`lorelab outbox list` makes it, empty) and a `lorelab demo` run, it serves the demo's database,
+and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 
@@ -61,7 +63,21 @@ def _demo_config(config: Settings) -> Path | None:
     nothing of the user's is configured or stored to serve instead."""
     demo = data_dir() / "demo" / "config.toml"
     own_database = Path(config.database.resolved_url().removeprefix("sqlite:///"))
-    if config.source is None and not config.database.url and not own_database.exists() \
+    if config.source is None and not config.database.url and not _holds_mail(own_database) \
             and demo.is_file():
         return demo
     return None
+
+
+def _holds_mail(path: Path) -> bool:
+    """Whether the SQLite file at `path` has stored any mail (read-only; a file that is not
+    lorelab's, or is missing, holds none)."""
+    import sqlite3
+
+    if not path.is_file():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as conn:
+            return conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None
+    except sqlite3.Error:
+        return False

@@ -4,7 +4,7 @@ After a failed apply nothing is built or benchmarked; after a failed build nothi
 benchmarked. A worker still takes such a step and ends it failed, saying why
 (workers/kernel/steps.py: "not built: the series did not apply"; workers/lab/step.py), so the
 record stays true for a resume; progress and `lorelab runs show` call it skipped instead of
-"running", then "failed".
+"running", then "failed", and the step recorder (bot.runs.steps) logs only the first failure.
 """
 
 from __future__ import annotations

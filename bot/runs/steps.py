@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from bot.db.models import RunStep, utcnow
 from bot.db.session import Database
 from bot.processes import process_gone, process_tag
+from bot.runs.skipped import failed_need
 from bot.runs.states import STOPPED, RunState, StepState
 
 MAX_EXCERPT = 8000  # characters of log kept on the row
@@ -185,7 +186,10 @@ def finish_step(
             run.state = RunState.DONE
         run.updated_at = utcnow()
         run_id, name, state = run.id, step.name, step.state
-    if not ok:
+        # A step skipped for an earlier failure (bot.runs.skipped) is not a failure of its own:
+        # that one was logged already, progress shows this one as skipped.
+        skipped = not ok and failed_need(name, {s.name: s.state for s in run.steps}) is not None
+    if not ok and not skipped:
         # Loud in `lorelab run`'s log: a failed report step means no reply for a tested series.
         level = logging.ERROR if name == "report" else logging.WARNING
         logger.log(level, "run %d: %s failed%s: %s", run_id, name,

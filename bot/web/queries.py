@@ -14,10 +14,11 @@ import email
 import email.policy
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import sqlalchemy as sa
+from pydantic import PlainSerializer
 from sqlalchemy.orm import Session, selectinload
 
 from bot.config import Settings
@@ -42,6 +43,17 @@ from bot.web.queues import queue_lengths
 RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "superseded")
 NEVER_RUN = "none"  # the state filter's value for series no run was made for
 ACTIVE_CAMPAIGN_STATES = ("queued", "running")
+
+
+
+def _utc_iso(value: dt.datetime) -> str:
+    utc = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return utc.isoformat()
+
+
+# A time as the JSON API writes it: the CLI's format, ISO 8601 with `T` and `+00:00` (not
+# pydantic's `Z`), so one format is used everywhere (README.md, "JSON shapes").
+When = Annotated[dt.datetime, PlainSerializer(_utc_iso, return_type=str, when_used="json")]
 
 
 @dataclass
@@ -89,9 +101,9 @@ class StepView:
     state: str
     host: str | None
     attempts: int
-    queued_at: dt.datetime
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
+    queued_at: When
+    started_at: When | None
+    finished_at: When | None
     seconds: float | None
     error: str | None
     result: dict[str, Any]
@@ -110,7 +122,7 @@ class SampleView:
     host: str
     boot_id: str
     accel: str
-    time: dt.datetime
+    time: When
     warmup: bool
 
 
@@ -135,9 +147,9 @@ class CampaignView:
     # "secondary", "direction", "verdict", "words", "change_pct", "ci_pct", "p", "base",
     # "patched", "findings", "notes"}]}
     result: dict[str, Any]
-    created_at: dt.datetime
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
+    created_at: When
+    started_at: When | None
+    finished_at: When | None
     url: str
     samples: list[SampleView] | None = None  # None: not included in this answer
 
@@ -159,8 +171,8 @@ class RunView:
     base_commit: str | None
     base_reason: str | None
     patched_commit: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
+    created_at: When
+    updated_at: When
     steps: list[StepView]
     campaigns: list[CampaignView]
     url: str
@@ -180,8 +192,8 @@ class ReplyView:
     author: str
     lists: list[str]
     decided_by: str | None
-    created_at: dt.datetime
-    sent_at: dt.datetime | None
+    created_at: When
+    sent_at: When | None
     message: str  # the reply exactly as it is (or was) sent
     text: str  # as a reader sees it: the main headers and the decoded body
 

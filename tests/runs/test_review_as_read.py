@@ -69,10 +69,13 @@ def test_steps_after_a_failed_apply_show_as_skipped(tmp_path):
                           BENCH, "--base", "master", check=False)
     assert proc.returncode == 12, proc.stderr.decode()
     lines = proc.stdout.decode().splitlines()
+    said = lines + proc.stderr.decode().splitlines()  # logged warnings go to stderr
     assert "apply: failed" in lines and "report: done" in lines
     for step in ("build-base", "build-patched", "bench"):
         assert f"{step}: skipped (apply failed)" in lines
         assert f"{step}: running" not in lines and f"{step}: failed" not in lines
+        # Only the skipped line: not also "run 1: build-base failed: not built: ...".
+        assert not [line for line in said if f"{step} failed" in line], said
     shown = review.cli.run("runs", "show", "1").stdout.decode().splitlines()
     assert "  build-base: skipped (apply failed)" in shown
     assert "  bench: skipped (apply failed)" in shown

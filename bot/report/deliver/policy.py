@@ -62,7 +62,8 @@ def admit(
 
     `cc` is the reply's Cc: when no list is among it, the reason names what it does hold."""
     if kind in disabled_kinds:
-        return Admission("suppressed", f"{kind} replies are disabled in this deployment ([report] does_not_apply_replies)")
+        return Admission("suppressed", f"{kind} replies are disabled in this deployment "
+                                       "([report] does_not_apply_replies)")
     if author in opt_out:
         return Admission("suppressed", f"the author {author} opted out")
     if not lists:
