@@ -114,7 +114,7 @@ def run_am(worktree: Path, mbox: bytes, memory_mb: int, max_file_mb: int
         proc = subprocess.run(
             ["git", "-C", str(worktree), "am", "-3", "--keep-cr", "--quiet"], input=mbox,
             capture_output=True, env=git_env(COMMITTER),
-            preexec_fn=functools.partial(_limit_git, cgroup, max_file_mb << 20))  # noqa: PLW1509
+            preexec_fn=functools.partial(_limit_git, cgroup, max_file_mb << 20))  # noqa: PLW1509 - no threads in the child
         hit = cgroup.hit()
         if hit == "memory" or proc.returncode == -9:
             proc.stderr += (f"\nlorelab: git am exceeded its memory limit ({memory_mb} MiB): "

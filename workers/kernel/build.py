@@ -30,7 +30,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -325,8 +325,9 @@ def _failed(commit: str, key: str, seconds: float, objdir: str, text: str, isola
                        isolation)
 
 
-def _configure(make, run, settings: BuildSettings, outputs: Path, config: Path,  # type: ignore[no-untyped-def]
-               merged_file: Path, stamp: Path, trusted: bool, log: list[str]) -> bool:
+def _configure(make: Callable[..., tuple[bool, str]], run: Callable[..., tuple[bool, str]],
+               settings: BuildSettings, outputs: Path, config: Path, merged_file: Path,
+               stamp: Path, trusted: bool, log: list[str]) -> bool:
     """The base config, the fragments merged in, then olddefconfig. The stamp (ours, outside
     O=) says the base O= directory was configured for this configuration: a copy of it then
     only needs olddefconfig (the patched Kconfig may differ), and .config keeps its mtime."""
