@@ -55,6 +55,10 @@ def stdout_console(min_width: int = 120) -> Console:
 
 def _json_value(value: Any) -> str:
     """What JSON cannot hold, as text: times in ISO 8601 with `T` (the one time format)."""
+    if isinstance(value, dt.datetime):
+        from bot.db.models import iso_utc  # the models are not every command's to import
+
+        return iso_utc(value)
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()
     return str(value)

@@ -42,6 +42,13 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def iso_utc(value: dt.datetime) -> str:
+    """A stored time as every JSON output writes it (CLI and API alike): ISO 8601 in UTC with
+    `T` and `+00:00` (README.md, "JSON shapes"); a naive value is taken as UTC."""
+    utc = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return utc.isoformat()
+
+
 class UTCDateTime(TypeDecorator[dt.datetime]):
     """Timezone-aware UTC datetimes on every backend (SQLite would hand back naive ones)."""
 

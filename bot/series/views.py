@@ -27,6 +27,7 @@ from bot.db.models import (
     RunStep,
     Series,
     SeriesVersion,
+    iso_utc,
 )
 from bot.mail import parse_message
 
@@ -45,9 +46,7 @@ class Stage:
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    if value is None:
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=dt.UTC)).isoformat()
+    return None if value is None else iso_utc(value)
 
 
 def lists_by_series(session: Session, series_ids: list[int]) -> dict[int, list[str]]:

@@ -34,6 +34,7 @@ from bot.db.models import (
     RunStep,
     Series,
     SeriesVersion,
+    iso_utc,
 )
 from bot.runs.outcome import decide, main_verdicts
 from bot.series.views import STAGES as STAGES  # the status page's columns (app.py)
@@ -46,14 +47,9 @@ ACTIVE_CAMPAIGN_STATES = ("queued", "running")
 
 
 
-def _utc_iso(value: dt.datetime) -> str:
-    utc = value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    return utc.isoformat()
-
-
 # A time as the JSON API writes it: the CLI's format, ISO 8601 with `T` and `+00:00` (not
 # pydantic's `Z`), so one format is used everywhere (README.md, "JSON shapes").
-When = Annotated[dt.datetime, PlainSerializer(_utc_iso, return_type=str, when_used="json")]
+When = Annotated[dt.datetime, PlainSerializer(iso_utc, return_type=str, when_used="json")]
 
 
 @dataclass
