@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +52,15 @@ from bot.report.compose.results import BenchmarkReplyContext, BuildInfo, ClaimQu
 from bot.report.deliver.outbox import enqueue
 from bot.runs.base import tree_at
 from bot.runs.findings import run_campaigns
-from bot.runs.outcome import outcome_of
+from bot.runs.outcome import RunOutcome, outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
 from bot.runs.steps import StepEnd, run_step, stored_step
 from bot.runs.stops import series_stopped
+
+# The reply of each follow-up run (docs/replies.md, "Follow-ups"), by run kind: None when it
+# has nothing to say to the list (the reason is the outcome's).
+FollowUpReply = Callable[[sa.orm.Session, Settings, Run, RunOutcome], "ComposedReply | None"]
+FOLLOW_UP_REPLIES: dict[str, FollowUpReply] = {}
 
 
 def run_report_step(db: Database, settings: Settings, step_id: int,
@@ -85,6 +91,8 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
     outcome = outcome_of(session, run)
     if outcome.reply is None:
         return None, outcome.why
+    if run.kind in FOLLOW_UP_REPLIES:
+        return FOLLOW_UP_REPLIES[run.kind](session, settings, run, outcome), outcome.why
     by_name = {s.name: s for s in run.steps}
     apply = ApplyRecord.from_step(by_name["apply"])
     parent = parent_message(answered_message(version))

@@ -17,7 +17,10 @@ from celery import Task
 from bot.config import Settings
 from bot.db.session import Database, open_database
 from bot.runs.taskqueue import RETRYABLE, app, configured_settings, retry_delay
+from workers.kernel.alternative import run_apply_alternative_step
+from workers.kernel.prefixes import run_build_prefixes_step
 from workers.kernel.steps import run_apply_step, run_build_step
+from workers.lab.bisect_step import run_bisect_step
 from workers.lab.step import run_bench_step
 from workers.report_step import run_report_step
 
@@ -63,3 +66,18 @@ def bench_task(self: Task, step_id: int) -> int:
 @app.task(bind=True, name="lorelab.report", acks_late=True)
 def report_task(self: Task, step_id: int) -> int:
     return run_retrying(self, run_report_step, step_id)
+
+
+@app.task(bind=True, name="lorelab.apply-alternative", acks_late=True)
+def apply_alternative_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_apply_alternative_step, step_id)
+
+
+@app.task(bind=True, name="lorelab.build-prefixes", acks_late=True)
+def build_prefixes_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_build_prefixes_step, step_id)
+
+
+@app.task(bind=True, name="lorelab.bisect", acks_late=True)
+def bisect_task(self: Task, step_id: int) -> int:
+    return run_retrying(self, run_bisect_step, step_id)

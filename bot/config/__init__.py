@@ -26,6 +26,7 @@ from bot.config.report import ReportSettings
 from bot.config.sections import (
     CommandSettings,
     DatabaseSettings,
+    FollowUpSettings,
     IngestSettings,
     ListSettings,
     PlanSettings,
@@ -37,8 +38,8 @@ from bot.config.sections import (
 
 __all__ = [
     "APP_NAME", "BuildSettings", "CelerySettings", "CommandSettings", "ConfigError",
-    "DatabaseSettings", "IngestSettings", "LabHostSettings", "ListSettings", "PlanSettings",
-    "ReportSettings", "Settings", "SourceSettings", "SuiteSettings", "TreeSettings",
+    "DatabaseSettings", "FollowUpSettings", "IngestSettings", "LabHostSettings", "ListSettings",
+    "PlanSettings", "ReportSettings", "Settings", "SourceSettings", "SuiteSettings", "TreeSettings",
     "WebSettings", "data_dir", "default_config_path", "load_settings",
 ]
 
@@ -62,6 +63,7 @@ class Settings:
     web: WebSettings = field(default_factory=WebSettings)  # `lorelab serve`
     suites: list[SuiteSettings] = field(default_factory=list)  # what to benchmark; empty: reclaim
     plan: PlanSettings = field(default_factory=PlanSettings)
+    follow_ups: FollowUpSettings = field(default_factory=FollowUpSettings)
     source: Path | None = None  # the file these settings came from, if any
 
 
@@ -74,6 +76,7 @@ _SECTIONS = {
     "commands": CommandSettings,
     "web": WebSettings,
     "plan": PlanSettings,
+    "follow_ups": FollowUpSettings,
 }
 
 # Sections written as arrays of tables ([[lists]]), each item one settings object.

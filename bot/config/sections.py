@@ -77,6 +77,18 @@ class PlanSettings:
 
 
 @dataclass
+class FollowUpSettings:
+    """`[follow_ups]`: the campaigns lorelab starts by itself after a review's reply
+    (docs/replies.md, "Follow-ups"); each can also be asked for by `#lorelab` command."""
+
+    bisect: bool = True  # a change in a series of several patches: find the patch
+    align: bool = True  # a change: does it survive forced function alignment?
+    compare: bool = True  # a reviewer's inline diff in the thread: a third arm
+    experiment: bool = True  # the author's own benchmark command lines, as they ran them
+    bisect_boots: int = 24  # most boots per bisection step (one prefix against the base)
+
+
+@dataclass
 class SuiteSettings:
     name: str
     watched: list[str] = field(default_factory=list)  # path patterns

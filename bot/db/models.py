@@ -407,7 +407,8 @@ class Run(Base):
     series_version_id: Mapped[int] = mapped_column(
         ForeignKey("series_versions.id", ondelete="CASCADE"), index=True
     )
-    kind: Mapped[str] = mapped_column(String(20))  # apply, build, review
+    # apply, build, review; or a follow-up of a review (bot.runs.lifecycle.FOLLOW_UPS)
+    kind: Mapped[str] = mapped_column(String(20))
     tree: Mapped[str] = mapped_column(String(200))  # a [[trees]] name
     requested_base: Mapped[str | None] = mapped_column(String(200))  # --base REV
     base_commit: Mapped[str | None] = mapped_column(String(64))  # chosen by the apply step
@@ -419,6 +420,10 @@ class Run(Base):
     trigger: Mapped[str] = mapped_column(String(400), default="cli")
     benchmarks: Mapped[list[str]] = mapped_column(JSON, default=list)  # review runs: what to run
     runner: Mapped[str | None] = mapped_column(String(200))  # review runs: a lab host's name
+    # A follow-up: the review run it follows, and what it was asked for (its kind's options).
+    parent_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
@@ -470,6 +475,10 @@ class LabCampaign(Base):
     parameters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     kernel_a: Mapped[str] = mapped_column(Text)  # the base kernel: a path, or "commit@tree"
     kernel_b: Mapped[str] = mapped_column(Text)  # the patched kernel
+    # A follow-up's third kernel (the reviewer's alternative), its boots stored as kernel "C".
+    kernel_c: Mapped[str | None] = mapped_column(Text)
+    # What kernel B is within the run, when not simply "the series": "prefix 2/4", "aligned".
+    arm: Mapped[str | None] = mapped_column(String(100))
     host: Mapped[str] = mapped_column(String(200))  # a [[lab.hosts]] name
     runner: Mapped[str] = mapped_column(String(20))  # local, qemu, ssh
     seed: Mapped[int] = mapped_column(Integer)  # draws each pair's order (AB or BA)

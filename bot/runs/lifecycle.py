@@ -2,7 +2,10 @@
 what a failed send to the workers leaves on its rows (`record_unsent`).
 
 A run has steps `apply` (kind apply); `apply`, `build-base`, `build-patched` (kind build); or
-those and `bench`, `report` (kind review). `create_run` records it; `bot.runs.taskqueue`
+those and `bench`, `report` (kind review). A follow-up of a review (`FOLLOW_UPS`, made with
+`parent_run_id`) has the steps its question needs: `build-prefixes` and `bisect` find the
+patch that brings a change; `apply-alternative` and `build-alternative` make the reviewer's
+version a third kernel. `create_run` records it; `bot.runs.taskqueue`
 sends its unfinished steps to the workers; `bot.runs.steps` records each step's start and
 end, so that a crashed step is visible and `pending_steps` finds it again for a resume.
 """
@@ -10,6 +13,7 @@ end, so that a crashed step is visible and `pending_steps` finds it again for a 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -23,7 +27,14 @@ STEPS = {
     "apply": ("apply",),
     "build": ("apply", "build-base", "build-patched"),
     "review": ("apply", "build-base", "build-patched", "bench", "report"),
+    # Follow-ups of a review (docs/replies.md, "Follow-ups"), each with its own reply.
+    "bisect": ("apply", "build-base", "build-prefixes", "bisect", "report"),
+    "align": ("apply", "build-base", "build-patched", "bench", "report"),
+    "compare": ("apply", "apply-alternative", "build-base", "build-patched",
+                "build-alternative", "bench", "report"),
+    "experiment": ("apply", "build-base", "build-patched", "bench", "report"),
 }
+FOLLOW_UPS = ("bisect", "align", "compare", "experiment")
 
 
 class PlanError(ValueError):
@@ -56,16 +67,21 @@ def find_tree(settings: Settings, ref: str | None) -> TreeSettings:
 
 def create_run(session: Session, version: SeriesVersion, *, kind: str, tree: str,
                base: str | None = None, benchmarks: list[str] | None = None,
-               runner: str | None = None, trigger: str = "cli") -> Run:
+               runner: str | None = None, trigger: str = "cli", parent: Run | None = None,
+               options: dict[str, Any] | None = None) -> Run:
     """A queued run with its queued steps (committed by the caller).
 
     `benchmarks` and `runner` (a lab host's name) matter to review runs; `trigger` says who
-    asked ("cli", "auto", "email:<address>", "retest")."""
+    asked ("cli", "auto", "email:<address>", "retest"). A follow-up kind needs the review run
+    it follows (`parent`) and takes what it was asked for as `options`."""
     if kind not in STEPS:
         raise PlanError(f"no run kind {kind!r}; known: {', '.join(STEPS)}")
+    if (kind in FOLLOW_UPS) != (parent is not None):
+        raise PlanError(f"a {kind} run {'needs' if parent is None else 'takes no'} parent run")
     run = Run(series_version_id=version.id, kind=kind, tree=tree, requested_base=base,
               state=RunState.QUEUED, benchmarks=list(benchmarks or []), runner=runner,
-              trigger=trigger)
+              trigger=trigger, parent_run_id=parent.id if parent is not None else None,
+              options=dict(options or {}))
     run.steps = [RunStep(name=name, state=StepState.QUEUED) for name in STEPS[kind]]
     session.add(run)
     session.flush()
@@ -87,12 +103,14 @@ def cancel_run(session: Session, run: Run, *, state: RunState = RunState.CANCELL
 
 
 def retest_run(session: Session, run: Run, *, trigger: str = "retest") -> Run:
-    """A new run like `run` (same version, kind, tree, base, benchmarks, lab host)."""
+    """A new run like `run` (same version, kind, tree, base, benchmarks, lab host; a
+    follow-up's parent and options)."""
     version = session.get(SeriesVersion, run.series_version_id)
     assert version is not None
+    parent = session.get(Run, run.parent_run_id) if run.parent_run_id is not None else None
     return create_run(session, version, kind=run.kind, tree=run.tree, base=run.requested_base,
                       benchmarks=list(run.benchmarks or []), runner=run.runner,
-                      trigger=trigger)
+                      trigger=trigger, parent=parent, options=dict(run.options or {}))
 
 
 def pending_steps(run: Run) -> list[RunStep]:

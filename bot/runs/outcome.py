@@ -18,8 +18,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import LabCampaign, Run
+from bot.report.compose.kinds import (
+    ALIGNMENT,
+    ALTERNATIVE,
+    BISECT,
+    BUILD_FAILURE,
+    DOES_NOT_APPLY,
+    EXPERIMENT,
+)
 from bot.report.compose.kinds import BENCHMARK as BENCHMARK_REPLY
-from bot.report.compose.kinds import BUILD_FAILURE, DOES_NOT_APPLY
 from bot.runs.records import ApplyRecord, BuildRecord
 from bot.runs.states import STOPPED, StepState
 
@@ -75,6 +82,16 @@ class RunOutcome:
 
 
 _UNFINISHED = (StepState.QUEUED, StepState.RUNNING)
+# Per run kind: the builds its answer needs (the first is the base), the step that measures,
+# and the reply it writes when it measured. A follow-up (bot.runs.lifecycle.FOLLOW_UPS) that
+# could not measure writes nothing: its review has replied already.
+_BUILDS = {"bisect": ("build-base", "build-prefixes"),
+           "compare": ("build-base", "build-patched", "build-alternative")}
+_MEASURED_BY = {"bisect": "bisect"}
+_BUILT_TREE = {"build-patched": "the patched tree", "build-prefixes": "a prefix of the series",
+               "build-alternative": "the alternative"}
+_REPLIES = {"review": BENCHMARK_REPLY, "bisect": BISECT, "align": ALIGNMENT,
+            "compare": ALTERNATIVE, "experiment": EXPERIMENT}
 
 
 def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
@@ -117,22 +134,34 @@ def _decide(kind: str, run_state: str, steps: Mapping[str, StepView],
                                               f"{apply.error}")
     if kind == "apply":
         return RunOutcome(Outcome.APPLIED, f"applied on {record.base[:12]}")
-    for name in ("build-base", "build-patched"):
+    follow_up = kind not in ("build", "review")
+    if follow_up and "apply-alternative" in steps:
+        if (pending := unfinished("apply-alternative")) is not None:
+            return pending
+        alternative = steps["apply-alternative"]
+        if alternative.state != StepState.DONE:
+            return RunOutcome(Outcome.NOT_APPLIED,
+                              f"the alternative does not apply: {alternative.error}")
+    base, *patched = _BUILDS.get(kind, ("build-base", "build-patched"))
+    for name in (base, *patched):
         if (pending := unfinished(name)) is not None:
             return pending
-    if not _built(steps["build-base"]):
+    if not _built(steps[base]):
         return RunOutcome(Outcome.NOT_TESTED, "the base does not build: not the series' fault")
-    if not _built(steps["build-patched"]):
-        return RunOutcome(Outcome.NOT_BUILT, "the patched tree does not build", BUILD_FAILURE)
+    for name in patched:
+        if not _built(steps[name]):
+            return RunOutcome(Outcome.NOT_BUILT, f"{_BUILT_TREE[name]} does not build",
+                              None if follow_up else BUILD_FAILURE)
     if kind == "build":
         return RunOutcome(Outcome.BUILT, "the base and the patched tree build")
-    if (pending := unfinished("bench")) is not None:
+    measure = _MEASURED_BY.get(kind, "bench")
+    if (pending := unfinished(measure)) is not None:
         return pending
-    bench = steps["bench"]
+    bench = steps[measure]
     if bench.state != StepState.DONE:
         return RunOutcome(Outcome.NOT_TESTED, f"the benchmarks did not run: {bench.error}")
     finding, why = benchmark_finding(verdicts)
-    return RunOutcome(finding, why, BENCHMARK_REPLY)
+    return RunOutcome(finding, why, _REPLIES[kind])
 
 
 def benchmark_finding(verdicts: Iterable[str]) -> tuple[Outcome, str]:

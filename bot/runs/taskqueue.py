@@ -37,7 +37,13 @@ app = Celery("lorelab", include=["workers.tasks"])
 # The task that runs each step, by name; its body is in workers/tasks.py.
 STEP_TASKS = {"apply": "lorelab.apply", "build-base": "lorelab.build",
               "build-patched": "lorelab.build", "bench": "lorelab.bench",
-              "report": "lorelab.report"}
+              "report": "lorelab.report",
+              # the follow-ups' own steps (bot.runs.lifecycle.FOLLOW_UPS)
+              "apply-alternative": "lorelab.apply-alternative",
+              "build-alternative": "lorelab.build", "build-prefixes": "lorelab.build-prefixes",
+              "bisect": "lorelab.bisect"}
+# Steps that boot lab kernels: sent to the run's lab host's own queue.
+LAB_STEPS = ("bench", "bisect")
 # Failures that pass (the database or the broker unreachable): retried, not recorded as the
 # step's or the dispatch's outcome.
 RETRYABLE = (*TRANSIENT_ERRORS, kombu.exceptions.OperationalError, ConnectionError, TimeoutError)
@@ -51,7 +57,7 @@ def step_time_limit(name: str, celery: CelerySettings) -> int:
     """The hard time limit, in seconds, of the task that runs step `name`."""
     if name.startswith("build"):
         return celery.build_time_limit
-    if name == "bench":
+    if name in LAB_STEPS:
         return celery.bench_time_limit
     return celery.apply_time_limit  # apply, report
 
@@ -98,9 +104,11 @@ def configure(settings: Settings) -> Celery:
             + VISIBILITY_MARGIN},
         # A worker keeps reconnecting to the broker through an outage of any length.
         broker_connection_max_retries=None,
-        # lorelab.bench goes to its lab host's queue, chosen per run (dispatch).
+        # lorelab.bench and lorelab.bisect go to their lab host's queue, chosen per run (dispatch).
         task_routes={"lorelab.apply": {"queue": "git"}, "lorelab.build": {"queue": "build"},
-                     "lorelab.report": {"queue": "git"}},
+                     "lorelab.report": {"queue": "git"},
+                     "lorelab.apply-alternative": {"queue": "git"},
+                     "lorelab.build-prefixes": {"queue": "build"}},
         task_queues=[Queue(name) for name in queue_names(settings.lab_hosts)],
         task_create_missing_queues=True,
         result_expires=7 * 24 * 3600,
@@ -130,7 +138,7 @@ def dispatch(run: Run, settings: Settings, steps: list[RunStep] | None = None) -
     signatures = []
     for step in steps:
         options = {}
-        if step.name == "bench":
+        if step.name in LAB_STEPS:
             options["queue"] = find_host(settings.lab_hosts, run.runner).queue_name
         signatures.append(app.signature(STEP_TASKS[step.name], args=(step.id,), immutable=True,
                                         **options))

@@ -8,3 +8,8 @@ BENCHMARK = "benchmark"
 BUILD_FAILURE = "build-failure"
 DOES_NOT_APPLY = "does-not-apply"
 COMMAND = "command"
+# The follow-ups' replies (docs/replies.md, "Follow-ups"), one more on the thread each.
+BISECT = "bisect"
+ALIGNMENT = "alignment"
+ALTERNATIVE = "alternative"
+EXPERIMENT = "experiment"

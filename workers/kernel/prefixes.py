@@ -1,0 +1,18 @@
+"""A follow-up's step: each prefix of the series built, incrementally from the cache.
+
+Being written.
+"""
+
+from __future__ import annotations
+
+from bot.config import Settings
+from bot.db.session import Database
+from bot.runs.steps import StepFailed, run_step
+
+
+def run_build_prefixes_step(db: Database, settings: Settings, step_id: int,
+        task_id: str | None = None) -> None:
+    def body() -> None:
+        raise StepFailed("not written yet")
+
+    run_step(db, step_id, task_id, body)
