@@ -70,7 +70,8 @@ def outbox_list(
     state: str = typer.Option(None, "--state", "-s",
                               help=f"Only this state: {', '.join(outbox.STATES)}."),
     kind: str = typer.Option(None, "--kind", "-k", help="Only this kind, e.g. benchmark."),
-    limit: int = typer.Option(50, "--limit", "-n", help="At most this many, newest first."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1,
+                               help="At most this many, newest first."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Replies in the outbox, newest first."""

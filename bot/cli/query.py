@@ -98,7 +98,8 @@ def series_list(
     list_name: str = typer.Option(None, "--list", "-l", help="Only series sent to this list."),
     author: str = typer.Option(None, "--author", "-a", help="Author name or address contains."),
     since: str = typer.Option(None, "--since", help="Only series with mail since this date."),
-    limit: int = typer.Option(50, "--limit", "-n", help="At most this many, newest first."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1,
+                               help="At most this many, newest first."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Series, the one with the newest mail first."""
@@ -131,9 +132,7 @@ def series_list(
             .order_by(Series.last_mail_at.desc(), Series.id.desc()).limit(limit)
         ).all()
         ids = [series_id for series_id, _ in page]
-        total = page[0][1] if page else (
-            session.scalar(sa.select(sa.func.count()).select_from(query.subquery()))
-            if limit <= 0 else 0)
+        total = page[0][1] if page else 0
         rows = series_views(session, ids, with_patches=False,
                             site_url=settings().web.base_url.rstrip("/"))
     shown = f"{len(rows)} series" if len(rows) == (total or 0) else (

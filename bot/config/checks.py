@@ -73,6 +73,14 @@ def _port_problem(port: int, *, zero_ok: bool = False) -> str | None:
     return None
 
 
+def _counts(settings: Settings) -> tuple[tuple[str, int, int], ...]:
+    """(setting, value, the least it may be) for the counts a negative value would break."""
+    return (("[ingest] batch_size", settings.ingest.batch_size, 1),
+            ("[ingest] max_message_bytes", settings.ingest.max_message_bytes, 1),
+            ("[ingest] parse_workers", settings.ingest.parse_workers, 0),
+            ("[follow_ups] bisect_boots", settings.follow_ups.bisect_boots, 4))
+
+
 def problems(settings: Settings) -> Iterator[tuple[str, str]]:
     """Every (setting, problem) in `settings`, in file order.
 
@@ -90,6 +98,9 @@ def problems(settings: Settings) -> Iterator[tuple[str, str]]:
         yield "[report] smtp_port", problem
     if problem := _port_problem(settings.web.port):
         yield "[web] port", problem
+    for setting, value, least in _counts(settings):
+        if value < least:
+            yield setting, f"= {value}: must be {least} or more"
     for host in settings.lab_hosts:
         if problem := _port_problem(host.port):
             yield f"[[lab_hosts]] {host.name}: port", problem

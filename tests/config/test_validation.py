@@ -61,6 +61,8 @@ def test_the_default_data_directory_is_created(tmp_path: Path) -> None:
         ('[report]\nmode = "smtp"\n', "[report] contact"),
         ('[ingest]\nlore_url = "lore.kernel.org/all"\n', "[ingest] lore_url"),
         ('[[sources]]\nkind = "lore"\nurl = "lore.kernel.org/linux-mm"\n', "[[sources]]"),
+        ("[ingest]\nbatch_size = -5\n", "[ingest] batch_size = -5: must be 1 or more"),
+        ("[follow_ups]\nbisect_boots = 2\n", "[follow_ups] bisect_boots"),
     ],
 )
 def test_a_value_lorelab_cannot_use_is_named(tmp_path: Path, text: str, name: str) -> None:
@@ -77,3 +79,10 @@ def test_serve_names_a_port_out_of_range_before_binding(tmp_path: Path) -> None:
     cfg.write_text("[web]\nport = 99999\n")
     err = _one_line_error(lorelab.run("-c", str(cfg), "serve", check=False))
     assert "[web] port = 99999: not a port number (1-65535)" in err
+
+
+def test_a_negative_limit_is_refused_not_read_as_everything(tmp_path: Path) -> None:
+    lorelab = Lorelab(tmp_path, f"sqlite:///{tmp_path / 'x.db'}")
+    for command in (("series", "list"), ("outbox", "list")):
+        proc = lorelab.run(*command, "--limit", "-1", check=False)
+        assert proc.returncode == 2 and "--limit" in proc.stderr.decode()
