@@ -70,6 +70,9 @@ def claims(
             why = unreadable.removesuffix(", not text")
             what = "not text mail" if why == "binary data" else "too large to read as mail"
             raise UserError(f"{target}: {what} ({why})", exit_code=EX_DATAERR)
+    elif path.is_dir():
+        raise UserError(f"{target}: a directory; give one message file (RFC 822) or a "
+                        "Message-ID")
     elif "@" not in target:
         raise UserError(f"{target}: no such file, and not a Message-ID (no '@')")
     else:

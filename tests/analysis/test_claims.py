@@ -485,6 +485,9 @@ def test_cli_message_id_not_in_the_database(tmp_path: Path) -> None:
     missing = run_cli("claims", str(tmp_path / "missing.eml"), env=env)
     assert missing.returncode == 1
     assert "no such file" in missing.stderr
+    directory = run_cli("claims", str(tmp_path), env=env)
+    assert directory.returncode == 1
+    assert "a directory; give one message file" in directory.stderr
 
 
 def test_cli_message_id_from_the_database(tmp_path: Path) -> None:
