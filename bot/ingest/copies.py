@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message
+from bot.db.value_lists import in_values
 
 KEY_COLUMNS = ("from_email", "subject", "date", "patch_fingerprint", "trailers")
 COPY_DOMAIN = "copy.lorelab.invalid"
@@ -55,7 +56,7 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
         by_id.setdefault(row["msgid"], []).append(row)
     columns = [getattr(Message, c) for c in KEY_COLUMNS]
     stored = {hit.msgid: hit for hit in session.execute(
-        sa.select(Message.msgid, Message.id, *columns).where(Message.msgid.in_(by_id))
+        sa.select(Message.msgid, Message.id, *columns).where(in_values(Message.msgid, by_id))
     )}
     rows: dict[str, dict[str, Any]] = {}
     existing: dict[str, int] = {}
@@ -84,7 +85,7 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
                     copies.append(row["msgid"])
     if copies:  # a copy stored before is a duplicate like any other
         existing.update((msgid, id_) for msgid, id_ in session.execute(
-            sa.select(Message.msgid, Message.id).where(Message.msgid.in_(copies))
+            sa.select(Message.msgid, Message.id).where(in_values(Message.msgid, copies))
         ))
     return rows, existing, twice
 

@@ -15,7 +15,7 @@ import signal
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import chain, islice
 from typing import Any
 
@@ -77,8 +77,10 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
         "base_commit": parsed.base_commit,
         "change_id": parsed.change_id,
         "patch_fingerprint": parsed.patch_fingerprint,
+        # vars, not asdict: a FileChange holds plain values, and asdict's deep copy was 40% of
+        # building the row
         "files": [
-            {k: v for k, v in asdict(f).items() if v not in (None, False)} for f in parsed.files
+            {k: v for k, v in vars(f).items() if v not in (None, False)} for f in parsed.files
         ],
         "insertions": parsed.insertions,
         "deletions": parsed.deletions,

@@ -34,6 +34,7 @@ from bot.db.models import (
     utcnow,
 )
 from bot.db.session import Database
+from bot.db.value_lists import in_values
 from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.copies import sort_out, threads_of_claimed
 from bot.ingest.prepare import PreparedBatch, has_review_trailers, prepared_batches
@@ -133,13 +134,13 @@ class ListResolver:
 def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary) -> None:
     unique = {row["sha256"]: row for row in rows}
     summary.duplicates += len(rows) - len(unique)
-    seen = set(
-        session.scalars(sa.select(QuarantinedMail.sha256).where(QuarantinedMail.sha256.in_(unique)))
-    )
+    seen = set(session.scalars(
+        sa.select(QuarantinedMail.sha256).where(in_values(QuarantinedMail.sha256, unique))
+    ))  # fmt: skip
     summary.duplicates += len(seen)
     fresh = [row for sha, row in unique.items() if sha not in seen]
     if fresh:
-        session.execute(sa.insert(QuarantinedMail), fresh)
+        session.execute(sa.insert(QuarantinedMail.__table__), fresh)
     summary.quarantined = len(fresh)
     summary.quarantine_reasons = [f"{r['source']}: {r['reason']}" for r in fresh]
 
@@ -301,13 +302,10 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         for row in new:
             row["thread_id"] = threads.thread_of[row["msgid"]]
         _insert_messages(session, new)
-        id_of = dict(
-            session.execute(
-                sa.select(Message.msgid, Message.id).where(
-                    Message.msgid.in_(r["msgid"] for r in new)
-                )
-            ).all()
-        )
+        id_of = dict(session.execute(
+            sa.select(Message.msgid, Message.id)
+            .where(in_values(Message.msgid, [r["msgid"] for r in new]))
+        ).all())  # fmt: skip
         ids = [id_of[row["msgid"]] for row in new]
         for row, message_id in zip(new, ids, strict=True):
             if name := lists.name_for(row["list_id_header"]):
@@ -325,14 +323,11 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         summary.series_updated = assembled.series_updated
 
     if links:
-        known = set(
-            session.execute(
-                sa.select(MessageList.message_id, MessageList.list_id).where(
-                    MessageList.message_id.in_({m for m, _ in links})
-                )
-            ).all()
-        )
+        known = set(session.execute(
+            sa.select(MessageList.message_id, MessageList.list_id)
+            .where(in_values(MessageList.message_id, {m for m, _ in links}))
+        ).all())  # fmt: skip
         fresh_links = [{"message_id": m, "list_id": li} for m, li in links - known]
         if fresh_links:
-            session.execute(sa.insert(MessageList), fresh_links)
+            session.execute(sa.insert(MessageList.__table__), fresh_links)
     return summary

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message
+from bot.db.value_lists import in_values
 from bot.series.grouping import Posting
 
 NOTE = "ambiguous Message-ID"  # how the notes this module writes begin
@@ -40,13 +41,10 @@ def shared_ids(session: Session, by_thread: Mapping[int, list[Any]]) -> set[str]
     """Which ids of the threads' cover letters and patches more than one stored mail carries."""
     rows = [r for parts in by_thread.values() for r in parts]
     ids = {r.claimed_msgid for r in rows if r.claimed_msgid}
-    plain = sorted({r.msgid for r in rows if not r.claimed_msgid})
-    for start in range(0, len(plain), 500):
-        ids.update(session.scalars(
-            sa.select(Message.claimed_msgid).where(
-                Message.claimed_msgid.in_(plain[start : start + 500])
-            )
-        ))
+    plain = {r.msgid for r in rows if not r.claimed_msgid}
+    ids.update(session.scalars(
+        sa.select(Message.claimed_msgid).where(in_values(Message.claimed_msgid, plain))
+    ))
     return ids
 
 

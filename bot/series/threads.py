@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread
+from bot.db.value_lists import in_values
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, thread_message
 
@@ -43,17 +44,14 @@ class ThreadIndex:
         self.session = session
         wanted = set(msgids) | set(related)
         self.thread_of: dict[str, int] = {}
-        self.by_root: dict[str, int] = {}
-        for chunk in _chunks(sorted(wanted)):
-            for msgid, thread_id in session.execute(
-                sa.select(Message.msgid, Message.thread_id).where(Message.msgid.in_(chunk))
-            ):
-                if thread_id is not None:
-                    self.thread_of[msgid] = thread_id
-            for root, thread_id in session.execute(
-                sa.select(Thread.root_msgid, Thread.id).where(Thread.root_msgid.in_(chunk))
-            ):
-                self.by_root[root] = thread_id
+        for msgid, thread_id in session.execute(
+            sa.select(Message.msgid, Message.thread_id).where(in_values(Message.msgid, wanted))
+        ):
+            if thread_id is not None:
+                self.thread_of[msgid] = thread_id
+        self.by_root: dict[str, int] = dict(session.execute(
+            sa.select(Thread.root_msgid, Thread.id).where(in_values(Thread.root_msgid, wanted))
+        ).all())  # fmt: skip
         self.touched: set[int] = set()
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
         self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
@@ -97,13 +95,9 @@ class ThreadIndex:
             return
         roots = list(self.new_roots.values())
         self.session.execute(sa.insert(Thread), [{"root_msgid": root} for root in roots])
-        real: dict[int, int] = {}
-        for chunk in _chunks(roots):
-            real.update(
-                self.session.execute(
-                    sa.select(Thread.root_msgid, Thread.id).where(Thread.root_msgid.in_(chunk))
-                ).all()
-            )
+        real: dict[str, int] = dict(self.session.execute(
+            sa.select(Thread.root_msgid, Thread.id).where(in_values(Thread.root_msgid, roots))
+        ).all())  # fmt: skip
         ids = {provisional: real[root] for provisional, root in self.new_roots.items()}
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():
@@ -121,14 +115,15 @@ class ThreadIndex:
         if stored:
             s = self.session
             s.execute(
-                sa.update(Message).where(Message.thread_id.in_(stored)).values(thread_id=keep)
+                sa.update(Message).where(in_values(Message.thread_id, stored))
+                .values(thread_id=keep)
             )
             s.execute(
                 sa.update(SeriesVersion)
-                .where(SeriesVersion.thread_id.in_(stored))
+                .where(in_values(SeriesVersion.thread_id, stored))
                 .values(thread_id=keep)
             )
-            s.execute(sa.delete(Thread).where(Thread.id.in_(stored)))
+            s.execute(sa.delete(Thread).where(in_values(Thread.id, stored)))
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():
                 if value in others:
@@ -172,6 +167,3 @@ _PART_COLUMNS = (
     Message.title, Message.prefixes,
 )  # fmt: skip
 
-
-def _chunks(items: list[str], size: int = 500) -> list[list[str]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, SeriesVersion, Trailer
+from bot.db.value_lists import in_values
 from bot.mail.trailers import REVIEW_TRAILERS
 
 Found = tuple[str, str, str]  # name, value, the message-id it came from
@@ -34,7 +35,7 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
             Message.patch_fingerprint,
         )
         .join(Message, Message.id == Patch.message_id)
-        .where(Patch.series_version_id.in_([v.id for v in versions]))
+        .where(in_values(Patch.series_version_id, [v.id for v in versions]))
         .order_by(Patch.index)
     ).all()  # fmt: skip
     by_version: dict[int, list[Any]] = defaultdict(list)
@@ -42,7 +43,8 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
         by_version[row.series_version_id].append(row)
     replies = _replies_by_parent(session, {v.thread_id for v in versions if v.thread_id})
     earlier = _earlier_trailers(session, versions)
-    session.execute(sa.delete(Trailer).where(Trailer.patch_id.in_([p.id for p in patches])))
+    session.execute(
+        sa.delete(Trailer).where(in_values(Trailer.patch_id, [p.id for p in patches])))
     new_rows: list[dict[str, Any]] = []
     for version in versions:  # in version order: a rebuilt v1 feeds v2's carried trailers
         cover = _collect(version.cover_msgid, replies) if version.cover_msgid else []
@@ -62,8 +64,8 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
                 earlier.setdefault(key, []).extend(
                     (version.version, r["name"], r["value"], r["source_msgid"]) for r in rows
                 )
-    if new_rows:
-        session.execute(sa.insert(Trailer), new_rows)
+    if new_rows:  # the table, not the class: the ORM's bulk insert costs more than the rows
+        session.execute(sa.insert(Trailer.__table__), new_rows)
 
 
 def _new_trailers(
@@ -91,12 +93,12 @@ def _versions_to_rebuild(session: Session, ids: set[int]) -> list[Any]:
         Message.msgid.label("cover_msgid"),
     )  # fmt: skip
     base = sa.select(*columns).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)
-    chosen = session.execute(base.where(SeriesVersion.id.in_(ids))).all()
+    chosen = session.execute(base.where(in_values(SeriesVersion.id, ids))).all()
     floor: dict[int, int] = {}
     for v in chosen:
         floor[v.series_id] = min(floor.get(v.series_id, v.version), v.version)
     later = session.execute(
-        base.where(SeriesVersion.series_id.in_(floor), SeriesVersion.id.not_in(ids))
+        base.where(in_values(SeriesVersion.series_id, floor), SeriesVersion.id.not_in(ids))
     ).all()
     versions = list(chosen) + [v for v in later if v.version > floor[v.series_id]]
     return sorted(versions, key=lambda v: (v.version, v.id))
@@ -116,7 +118,7 @@ def _earlier_trailers(
         .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
         .join(Message, Message.id == Patch.message_id)
         .where(
-            SeriesVersion.series_id.in_({v.series_id for v in versions}),
+            in_values(SeriesVersion.series_id, {v.series_id for v in versions}),
             SeriesVersion.id.not_in(rebuilt),
             Message.patch_fingerprint.is_not(None),
         )
@@ -134,7 +136,7 @@ def _replies_by_parent(session: Session, thread_ids: set[int]) -> dict[str, list
         return out
     rows = session.execute(
         sa.select(Message.msgid, Message.in_reply_to, Message.trailers).where(
-            Message.thread_id.in_(thread_ids), Message.reply.is_(True)
+            in_values(Message.thread_id, thread_ids), Message.reply.is_(True)
         )
     )
     for row in rows:
