@@ -71,10 +71,12 @@ NULL = SeriesSpec(
 SERIES = {"tuning": TUNING, "positive": POSITIVE, "null": NULL}
 
 
-def main(work: Path) -> int:
+def write_config(work: Path) -> Path:
+    """WORK_DIR/config.toml, with a new database: the runs are new; the tree, builds and
+    ccache under WORK_DIR stay warm (scripts/kernel-bisect writes the same)."""
     tree = work / "linux"
     db_path = work / "lorelab.db"
-    db_path.unlink(missing_ok=True)  # the runs are new; the builds and ccache stay warm
+    db_path.unlink(missing_ok=True)
     config = work / "config.toml"
     config.write_text(
         f'[database]\nurl = "sqlite:///{db_path}"\n\n'
@@ -84,9 +86,23 @@ def main(work: Path) -> int:
         '[[lab_hosts]]\nname = "tcg"\nrunner = "qemu"\naccel = "auto"\ncpus = 2\n'
         f'memory_mb = 256\npairs_min = {PAIRS_MIN}\npairs_max = {PAIRS_MAX}\n'
         'warmup_pairs = 1\ntimeout = 600\n')
+    return config
+
+
+def lorelab_env(config: Path) -> dict[str, str]:
+    """The environment `lorelab` runs in: this config, no other LORELAB_ setting."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORELAB_")}
     env["LORELAB_CONFIG"] = str(config)
-    lorelab = [sys.executable, "-c", "from bot.cli import main; main()"]
+    return env
+
+
+LORELAB = [sys.executable, "-c", "from bot.cli import main; main()"]
+
+
+def main(work: Path) -> int:
+    tree = work / "linux"
+    db_path = work / "lorelab.db"
+    env, lorelab = lorelab_env(write_config(work)), LORELAB
     found: dict[str, dict] = {}
     for name, spec in SERIES.items():
         mbox = work / f"{name}.mbox"
@@ -100,14 +116,14 @@ def main(work: Path) -> int:
         result["exit_status"] = proc.returncode
         found[name] = result
         print(result.get("reply") or f"(no reply: {result.get('why')})", flush=True)
-    summary = {"series": {name: _summary(db_path, r) for name, r in found.items()},
+    summary = {"series": {name: review_summary(db_path, r) for name, r in found.items()},
                "checks": _checks(db_path, found)}
     (work / "review.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0 if all(summary["checks"].values()) else 1
 
 
-def _summary(db_path: Path, result: dict) -> dict:
+def review_summary(db_path: Path, result: dict) -> dict:
     """What the README and bench/review.py report: outcome, stage times, boots."""
     db = Database(f"sqlite:///{db_path}")
     with db.session() as session:

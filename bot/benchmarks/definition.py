@@ -56,6 +56,13 @@ class Benchmark:
             raise ValueError(f"{self.name}: no value for parameter {missing}") from None
 
     @property
+    def runs_the_kernel(self) -> bool:
+        """Whether the command runs the kernel under test itself (`{kernel}`: the stand-in
+        tree's program). A benchmark that does not measures whatever kernel it runs on, so it
+        compares two kernels only where each is booted (a qemu or ssh lab host)."""
+        return any("{kernel}" in part for part in self.command)
+
+    @property
     def main_metrics(self) -> tuple[Metric, ...]:
         return tuple(m for m in self.metrics if m.main)
 

@@ -27,7 +27,7 @@ from bot.report.compose.kinds import (
     EXPERIMENT,
 )
 from bot.report.compose.kinds import BENCHMARK as BENCHMARK_REPLY
-from bot.runs.records import ApplyRecord, BuildRecord
+from bot.runs.records import AlternativeRecord, ApplyRecord, BuildRecord
 from bot.runs.states import STOPPED, StepState
 
 
@@ -95,13 +95,14 @@ _REPLIES = {"review": BENCHMARK_REPLY, "bisect": BISECT, "align": ALIGNMENT,
 
 
 def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
-           verdicts: Iterable[str] = ()) -> RunOutcome:
+           verdicts: Iterable[str] = (), *, trigger: str = "") -> RunOutcome:
     """The outcome of a run of `kind` (apply, build, review) in `run_state` whose steps are
-    `steps` by name; `verdicts` are the main metrics' verdicts of its finished campaigns.
+    `steps` by name; `verdicts` are the main metrics' verdicts of its finished campaigns;
+    `trigger` who asked for it (bot.runs.lifecycle.create_run).
 
     A review whose report step failed is REPORT_FAILED, whatever the benchmarks found: the
     run's product is its reply, and a run without one must not read as a quiet finding."""
-    found = _decide(kind, run_state, steps, verdicts)
+    found = _decide(kind, run_state, steps, verdicts, trigger)
     report = steps.get("report")
     if kind == "review" and report is not None and report.state == StepState.FAILED:
         return RunOutcome(Outcome.REPORT_FAILED,
@@ -111,7 +112,7 @@ def decide(kind: str, run_state: str, steps: Mapping[str, StepView],
 
 
 def _decide(kind: str, run_state: str, steps: Mapping[str, StepView],
-            verdicts: Iterable[str]) -> RunOutcome:
+            verdicts: Iterable[str], trigger: str) -> RunOutcome:
     stopped = run_state in STOPPED
 
     def unfinished(name: str) -> RunOutcome | None:
@@ -140,8 +141,13 @@ def _decide(kind: str, run_state: str, steps: Mapping[str, StepView],
             return pending
         alternative = steps["apply-alternative"]
         if alternative.state != StepState.DONE:
+            # Said to the reviewer only when asked by mail (`run.trigger` "email:...": their
+            # `#lorelab test`, a `#lorelab compare`), and only of a diff that was tried.
+            asked = trigger.startswith("email:") and bool(
+                AlternativeRecord.from_step(alternative).tried)
             return RunOutcome(Outcome.NOT_APPLIED,
-                              f"the alternative does not apply: {alternative.error}")
+                              f"the alternative does not apply: {alternative.error}",
+                              ALTERNATIVE if asked else None)
     base, *patched = _BUILDS.get(kind, ("build-base", "build-patched"))
     for name in (base, *patched):
         if (pending := unfinished(name)) is not None:
@@ -194,4 +200,5 @@ def outcome_of(session: Session, run: Run,
     """`decide` for a stored run (its campaigns read unless given)."""
     if campaigns is None:
         campaigns = session.scalars(sa.select(LabCampaign).where(LabCampaign.run_id == run.id))
-    return decide(run.kind, run.state, {s.name: s for s in run.steps}, main_verdicts(campaigns))
+    return decide(run.kind, run.state, {s.name: s for s in run.steps}, main_verdicts(campaigns),
+                  trigger=run.trigger or "")

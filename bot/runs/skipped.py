@@ -17,7 +17,12 @@ from bot.runs.states import StepState
 NEEDS: dict[str, tuple[str, ...]] = {
     "build-base": ("apply",),
     "build-patched": ("apply",),
-    "bench": ("build-base", "build-patched"),
+    "bench": ("build-base", "build-patched", "build-alternative"),
+    # the follow-ups' own steps (bot.runs.lifecycle.FOLLOW_UPS)
+    "apply-alternative": ("apply",),
+    "build-alternative": ("apply-alternative",),
+    "build-prefixes": ("apply",),
+    "bisect": ("build-base", "build-prefixes"),
 }
 
 

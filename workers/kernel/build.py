@@ -12,6 +12,9 @@
   by the next series.
 - ccache (when installed and enabled) under the work directory, written by trusted builds only;
   the others read it (CCACHE_READONLY, the directory mounted read-only).
+- Extra compiler flags (`kcflags`, passed as Kbuild's KCFLAGS: an align follow-up's
+  -falign-functions=64, workers/kernel/alignment.py) are part of the configuration's hash, so
+  such a build has its own artifacts and base O= directory, and ccache hashes the flags.
 - An artifact cache keyed by (source tree hash, config hash, compiler version); its build.json
   names the source (tree hash, commit, base, the commits applied), checked before any reuse.
   Outputs are copied out with `workers.kernel.outputs` (no symlink followed, regular files only).
@@ -101,8 +104,9 @@ def _symbol(line: str) -> str | None:
     return None
 
 
-def config_fingerprint(settings: BuildSettings) -> str:
-    """A hash of everything that decides the configuration and the targets."""
+def config_fingerprint(settings: BuildSettings, kcflags: str = "") -> str:
+    """A hash of everything that decides the configuration, the targets and the extra
+    compiler flags."""
     digest = hashlib.sha256()
     base = settings.base_config
     if base in CONFIG_TARGETS:
@@ -112,6 +116,8 @@ def config_fingerprint(settings: BuildSettings) -> str:
     for fragment in settings.fragment_files():
         digest.update(b"fragment:" + fragment.read_bytes() + b"\n")
     digest.update(("targets:" + " ".join(settings.targets)).encode())
+    if kcflags:  # none: the same hash as before builds had flags
+        digest.update(f"\nkcflags:{kcflags}".encode())
     return digest.hexdigest()
 
 
@@ -126,9 +132,9 @@ def source_tree(repo: Path, commit: str) -> str:
     return git_output(repo, "rev-parse", f"{commit}^{{tree}}").strip()
 
 
-def cache_key(tree: str, settings: BuildSettings) -> str:
+def cache_key(tree: str, settings: BuildSettings, kcflags: str = "") -> str:
     """The artifact cache's key of a build of the git tree `tree` (see `source_tree`)."""
-    parts = [tree, config_fingerprint(settings), compiler_version()]
+    parts = [tree, config_fingerprint(settings, kcflags), compiler_version()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
@@ -140,13 +146,16 @@ def published(repo: Path, commit: str) -> bool:
                            check=False).strip())
 
 
-def _cached(artifact_dir: Path, tree: str, settings: BuildSettings) -> dict[str, object] | None:
-    """The cached build's record, when it is of this source, configuration and compiler."""
+def _cached(artifact_dir: Path, tree: str, settings: BuildSettings,
+            kcflags: str = "") -> dict[str, object] | None:
+    """The cached build's record, when it is of this source, configuration, flags and
+    compiler."""
     try:
         meta = json.loads((artifact_dir / "build.json").read_text())
     except (OSError, ValueError):
         return None
-    if (meta.get("source_tree") != tree or meta.get("config") != config_fingerprint(settings)
+    if (meta.get("source_tree") != tree
+            or meta.get("config") != config_fingerprint(settings, kcflags)
             or meta.get("compiler") != compiler_version()):
         return None
     return meta
@@ -196,33 +205,35 @@ def _private_copy(base_obj: Path, scratch: Path) -> None:
 
 def build_commit(
     repo: Path, tree_name: str, commit: str, base_commit: str, settings: BuildSettings,
-    work_dir: Path,
+    work_dir: Path, kcflags: str = "",
 ) -> BuildResult:
-    """Build `commit` (the base or a patched commit on top of `base_commit`)."""
+    """Build `commit` (the base or a patched commit on top of `base_commit`), with `kcflags`
+    appended to the compiler's flags (Kbuild's KCFLAGS) when given."""
     tree = source_tree(repo, commit)
-    key = cache_key(tree, settings)
+    key = cache_key(tree, settings, kcflags)
     artifact_dir = work_dir / "artifacts" / key[:2] / key
-    slot = f"{tree_name}-{base_commit[:12]}-{config_fingerprint(settings)[:12]}"
+    slot = f"{tree_name}-{base_commit[:12]}-{config_fingerprint(settings, kcflags)[:12]}"
     src, base_obj = work_dir / "src" / slot, work_dir / "obj" / slot
-    meta = _cached(artifact_dir, tree, settings)
+    meta = _cached(artifact_dir, tree, settings, kcflags)
     if meta is not None:
         return BuildResult(True, commit, key, True, str(artifact_dir), 0.0, str(base_obj))
     with _locked(work_dir / "locks" / f"{slot}.lock"):
-        if _cached(artifact_dir, tree, settings) is not None:  # built while we waited
-            return build_commit(repo, tree_name, commit, base_commit, settings, work_dir)
+        if _cached(artifact_dir, tree, settings, kcflags) is not None:  # built meanwhile
+            return build_commit(repo, tree_name, commit, base_commit, settings, work_dir,
+                                kcflags)
         trusted = commit == base_commit and published(repo, commit)
         scratch = None if trusted else work_dir / "scratch" / f"{key[:16]}-{os.getpid()}"
         try:
             return _build(repo, tree_name, commit, base_commit, settings, work_dir, key,
-                          src, base_obj, scratch)
+                          src, base_obj, scratch, kcflags)
         finally:
             if scratch is not None:  # every untrusted build's directory goes, failed or not
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _build(repo: Path, tree_name: str, commit: str, base_commit: str, settings: BuildSettings,
-           work_dir: Path, key: str, src: Path, base_obj: Path, scratch: Path | None
-           ) -> BuildResult:
+           work_dir: Path, key: str, src: Path, base_obj: Path, scratch: Path | None,
+           kcflags: str = "") -> BuildResult:
     """One build under the slot lock: in the base O= directory (`scratch` None) or in
     `scratch`, a private copy of it mounted there."""
     started = time.monotonic()
@@ -238,6 +249,8 @@ def _build(repo: Path, tree_name: str, commit: str, base_commit: str, settings: 
     ccache_dir = work_dir / "ccache"
     extra: dict[str, str] = {"KBUILD_BUILD_TIMESTAMP": "lorelab",
                              "KBUILD_BUILD_USER": "lorelab", "KBUILD_BUILD_HOST": "lorelab"}
+    if kcflags:
+        extra["KCFLAGS"] = kcflags
     make_vars = []
     readable = [repo, state]
     if settings.ccache and shutil.which("ccache"):
@@ -301,8 +314,8 @@ def _build(repo: Path, tree_name: str, commit: str, base_commit: str, settings: 
     (staging / "build.json").write_text(json.dumps({
         "commit": commit, "base": base_commit, "tree": tree_name, "objdir": str(base_obj),
         "source_tree": source_tree(repo, commit), "applied": applied,
-        "compiler": compiler_version(), "config": config_fingerprint(settings),
-        "seconds": round(seconds, 3), "targets": settings.targets,
+        "compiler": compiler_version(), "config": config_fingerprint(settings, kcflags),
+        "kcflags": kcflags, "seconds": round(seconds, 3), "targets": settings.targets,
     }, indent=2))
     artifact_dir = work_dir / "artifacts" / key[:2] / key
     shutil.rmtree(artifact_dir, ignore_errors=True)

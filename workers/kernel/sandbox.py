@@ -76,7 +76,8 @@ SAFE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 ENV_ALLOWED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TERM", "CCACHE_DIR",
                "CCACHE_BASEDIR", "CCACHE_NOHASHDIR", "CCACHE_READONLY", "CCACHE_NOSTATS",
                "CCACHE_TEMPDIR", "KBUILD_BUILD_TIMESTAMP",
-               "KBUILD_BUILD_USER", "KBUILD_BUILD_HOST", "SOURCE_DATE_EPOCH")
+               "KBUILD_BUILD_USER", "KBUILD_BUILD_HOST", "SOURCE_DATE_EPOCH",
+               "KCFLAGS")  # an align follow-up's -falign-functions=64 (workers/kernel/build.py)
 
 
 # Where a deployment keeps what a stranger's code must not read, besides the worker's home and

@@ -5,6 +5,7 @@ the step's start and end.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -17,10 +18,11 @@ from bot.git import GitError, git_output
 from bot.runs.base import BaseNotFound, BaseRequest, GitTreeLookup, choose_base
 from bot.runs.lifecycle import PlanError, find_tree
 from bot.runs.lru import changes_lru_gen
-from bot.runs.records import ApplyRecord, BuildRecord
+from bot.runs.records import AlternativeRecord, ApplyRecord, BuildRecord
 from bot.runs.states import StepState
 from bot.runs.steps import StepEnd, StepFailed, run_step, stored_step
 from bot.series.mbox import MboxError, am_ready_mbox
+from workers.kernel.alignment import forced_alignment
 from workers.kernel.apply import UnsafePatch, apply_mbox
 from workers.kernel.build import build_commit
 from workers.kernel.sandbox import SandboxError
@@ -88,7 +90,9 @@ def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
 
 def run_build_step(db: Database, settings: Settings, step_id: int,
                    task_id: str | None = None) -> None:
-    """Build the base (`build-base`) or the patched tree (`build-patched`) of an applied run."""
+    """Build the base (`build-base`), the patched tree (`build-patched`) or a compare run's
+    alternative (`build-alternative`, the commit its apply-alternative step made) of an applied
+    run."""
     run_step(db, step_id, task_id, lambda: _build(db, settings, step_id))
 
 
@@ -99,15 +103,31 @@ def _build(db: Database, settings: Settings, step_id: int) -> StepEnd:
         apply = next((s for s in run.steps if s.name == "apply"), None)
         applied = apply is not None and apply.state == StepState.DONE
         base, patched, tree_name, name = run.base_commit, run.patched_commit, run.tree, step.name
+        kind = run.kind
+        # A compare run's third kernel: the commit its apply-alternative step made.
+        alternative = AlternativeRecord.from_step(next(
+            (s for s in run.steps if s.name == "apply-alternative" and s.state == StepState.DONE),
+            None)).commit
     if not applied or base is None or patched is None:
         raise StepFailed("not built: the series did not apply")
+    if name == "build-alternative" and alternative is None:
+        raise StepFailed("not built: the alternative did not apply")
     try:
         tree = find_tree(settings, tree_name)
-        commit = base if name == "build-base" else patched
-        result = build_commit(Path(tree.path), tree.key, commit, base, settings.build,
-                              work_dir(settings))
+        commit = {"build-base": base, "build-alternative": alternative}.get(name) or patched
+        # An align follow-up builds both kernels with every function aligned: its question.
+        alignment = forced_alignment(Path(tree.path), base) if kind == "align" else None
+        result = build_commit(Path(tree.path), tree.key, commit, base,
+                              alignment.build_settings(settings.build) if alignment
+                              else settings.build, work_dir(settings),
+                              alignment.kcflags if alignment else "")
     except (PlanError, SandboxError) as exc:
         raise StepFailed(str(exc)) from None
+    record = BuildRecord.from_build(result)
+    if alignment is not None:
+        record = dataclasses.replace(record, alignment=alignment.shown)
+        if (refused := alignment.not_taken(result.artifact_dir)) is not None:
+            raise StepFailed(refused, result=record.as_result())
     error = None
     if not result.ok:
         first = result.errors[0] if result.errors else None
@@ -120,8 +140,7 @@ def _build(db: Database, settings: Settings, step_id: int) -> StepEnd:
     if result.errors:
         log = "\n\n".join("\n".join(e.excerpt) for e in result.errors) + "\n\n[...]\n" + \
             log[-2000:]
-    return StepEnd(ok=result.ok, result=BuildRecord.from_build(result).as_result(), log=log,
-                   error=error)
+    return StepEnd(ok=result.ok, result=record.as_result(), log=log, error=error)
 
 
 def _lists_of(session: Session, version: SeriesVersion) -> tuple[str, ...]:

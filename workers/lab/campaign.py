@@ -4,7 +4,8 @@
 boot ends, so a worker killed mid-campaign loses at most the boot it was in: on the next attempt
 the schedule (drawn from the recorded seed) is replayed and boots already stored are read back
 instead of run again. When it ends it is judged (bot.report.compose.campaign) and the judgement
-stored in its `result` column.
+stored in its `result` column. A campaign with a third kernel (`kernel_c`: a compare run's
+alternative) runs triples instead of pairs (workers/lab/triples.py), stored the same way.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import sqlalchemy as sa
 from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign, LabSample, utcnow
 from bot.db.session import Database
-from bot.report.compose.campaign import family_level, judge_campaign, result_json
+from bot.report.compose.campaign import ended_json, family_level
 from workers.lab.job import RunFailed
 from workers.lab.machine import ReportsMachine
-from workers.lab.pairs import RunOne, Sample, run_pairs
+from workers.lab.pairs import PairsResult, RunOne, Sample, run_pairs
+from workers.lab.triples import TriplesResult, run_triples
 
 # Called after each boot with (boots done, most boots the campaign can take).
 Progress = Callable[[int, int], None]
@@ -28,11 +30,12 @@ Progress = Callable[[int, int], None]
 
 def new_campaign(benchmark: Benchmark, *, kernel_a: str, kernel_b: str, host: str, runner: str,
                  seed: int, k_min: int, k_max: int, warmup_pairs: int = 1,
-                 run_id: int | None = None) -> LabCampaign:
-    """A queued campaign row (added and committed by the caller)."""
+                 run_id: int | None = None, kernel_c: str | None = None) -> LabCampaign:
+    """A queued campaign row (added and committed by the caller); with `kernel_c`, of triples
+    (`warmup_pairs`, `k_min` and `k_max` then count triples)."""
     return LabCampaign(run_id=run_id, benchmark=benchmark.name,
                        parameters=dict(benchmark.parameters), kernel_a=kernel_a,
-                       kernel_b=kernel_b, host=host, runner=runner, seed=seed,
+                       kernel_b=kernel_b, kernel_c=kernel_c, host=host, runner=runner, seed=seed,
                        warmup_pairs=warmup_pairs, k_min=k_min, k_max=k_max, state="queued")
 
 
@@ -51,7 +54,8 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
         seed, warmups = campaign.seed, campaign.warmup_pairs
         q = family_level(campaign)  # the run's reply is one family: its benchmarks share it
         k_min, k_max = campaign.k_min, campaign.k_max
-    boots_max = 2 * (warmups + k_max)
+        triples = campaign.kernel_c is not None
+    boots_max = (3 if triples else 2) * (warmups + k_max)
     done = [len(stored)]
 
     def stored_or_run(kernel: str, pair_index: int, position: int) -> Sequence[Sample]:
@@ -72,8 +76,13 @@ def run_campaign(db: Database, campaign_id: int, benchmark: Benchmark, run_one: 
         return samples
 
     try:
-        result = run_pairs(stored_or_run, benchmark.metrics, seed=seed, warmup_pairs=warmups,
-                           k_min=k_min, k_max=k_max, q=q)
+        if triples:
+            result: PairsResult | TriplesResult = run_triples(
+                stored_or_run, benchmark.metrics, seed=seed, warmup_triples=warmups,
+                k_min=k_min, k_max=k_max, q=q)
+        else:
+            result = run_pairs(stored_or_run, benchmark.metrics, seed=seed,
+                               warmup_pairs=warmups, k_min=k_min, k_max=k_max, q=q)
     except RunFailed as exc:
         return _finish(db, campaign_id, benchmark, error=str(exc))
     except Exception as exc:  # noqa: BLE001 - recorded on the row; the worker lives on
@@ -109,7 +118,7 @@ def _finish(db: Database, campaign_id: int, benchmark: Benchmark, *,
         if orders is not None:
             campaign.orders = orders
         if error is None:
-            campaign.result = result_json(campaign, judge_campaign(campaign, benchmark))
+            campaign.result = ended_json(campaign, benchmark)
         session.flush()
         _ = campaign.samples
         session.expunge_all()

@@ -32,5 +32,10 @@ def make_runner(host: LabHostSettings, benchmark: Benchmark,
             f"lab host {host.name!r} is a local runner, which boots nothing, and kernel "
             f"{booted[0]} is a real kernel image: a kernel comparison needs a qemu or ssh lab "
             "host ([[lab_hosts]] runner = \"qemu\")")
+    if not benchmark.runs_the_kernel:
+        raise ValueError(
+            f"{benchmark.name} measures the kernel it runs on, and lab host {host.name!r} is a "
+            "local runner, which boots neither kernel: both sides would be this host's kernel. "
+            "Run it on a qemu or ssh lab host")
     return LocalRunner(benchmark, kernels, timeout=host.timeout, iterations=host.iterations,
                        host=host.name)

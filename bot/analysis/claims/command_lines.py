@@ -15,6 +15,9 @@ _COMMANDS = frozenset({
     "memtier_benchmark", "memcached", "hackbench", "fio", "dd", "stress-ng", "sysbench", "perf",
     "usemem", "pgbench", "redis-benchmark", "netperf", "ebizzy", "schbench", "kernbench", "tbench",
     "dbench", "pmbench", "run-mmtests.sh",
+    # The stand-in tree's reclaim simulator (bot/demo/simtree.py): its kernel image is the
+    # program, run as `arch/x86/boot/bzImage OPS`.
+    "bzImage",
 })  # fmt: skip
 _PROMPT = re.compile(r"^\s*(?:[$#]\s+)?(?:\./)?")
 _ARGUMENT = re.compile(r"^(?:[-\d/.~]|\w+=)|^(?:bench|stat|record)$")

@@ -5,17 +5,22 @@ samples are turned into verdicts: all of its metrics (main, secondary, reclaim c
 family, replaying the loop's looks (bot.analysis.family, through
 bot.report.compose.results_file), and
 `result_json` is what the campaign's `result` column stores of that judgement for the status
-page, `lorelab review`'s exit status and `lorelab analyze`.
+page, `lorelab review`'s exit status and `lorelab analyze`. A campaign with a third kernel (a
+compare run's triples: base, series, the reviewer's alternative) is judged by `judge_triples`
+as one family of three paired comparisons (bot.analysis.triples), as its loop judged it, and
+`ended_json` stores all three, with the alternative against the series as its `metrics`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from sqlalchemy.orm import object_session
 
-from bot.analysis.family import COUNTER_DELTA, pairs_from_samples
+from bot.analysis.family import COUNTER_DELTA, MetricPairs, pairs_from_samples
+from bot.analysis.triples import ALTERNATIVE_SERIES, COMPARISONS, split_name, triple_pairs
 from bot.analysis.verdict import FAMILY_ALPHA
 from bot.benchmarks.definition import Benchmark
 from bot.db.models import LabCampaign, Run
@@ -35,16 +40,55 @@ class StoredSample(Protocol):
 
 def judge_campaign(campaign: LabCampaign, benchmark: Benchmark,
                    samples: Sequence[StoredSample] | None = None) -> BenchmarkResult:
-    """Every metric's verdict, from the measured (not warm-up) samples."""
+    """Every metric's verdict, from the measured (not warm-up) samples; of a triples campaign,
+    the alternative against the series (its finding, as `ended_json` stores it)."""
+    if campaign.kernel_c is not None:
+        return judge_triples(campaign, benchmark, samples)[ALTERNATIVE_SERIES.key]
     measured = [s for s in (campaign.samples if samples is None else samples) if not s.warmup]
     policy = campaign_policy(campaign, measured)
-    return benchmark_result(_raw_benchmark(benchmark, measured), policy,
-                            f"campaign {campaign.id}")
+    units = {s.metric: s.unit for s in measured}
+    return benchmark_result(
+        _raw_benchmark(benchmark, pairs_from_samples(measured, benchmark.metrics), units),
+        policy, f"campaign {campaign.id}")
+
+
+def judge_triples(campaign: LabCampaign, benchmark: Benchmark,
+                  samples: Sequence[StoredSample] | None = None) -> dict[str, BenchmarkResult]:
+    """A triples campaign's three comparisons by key ("AB", "AC", "BC"), judged as one
+    family; each a `BenchmarkResult` whose metrics have their own names."""
+    measured = [s for s in (campaign.samples if samples is None else samples) if not s.warmup]
+    family = triple_pairs(measured, benchmark.metrics)
+    units = {s.metric: s.unit for s in measured}
+    judged = benchmark_result(
+        _raw_benchmark(benchmark, family, {p.name: units[split_name(p.name)[1]]
+                                           for p in family}),
+        campaign_policy(campaign, measured), f"campaign {campaign.id}")
+    return {c.key: BenchmarkResult(
+        name=judged.name, parameters=judged.parameters,
+        metrics=tuple(replace(m, name=split_name(m.name)[1]) for m in judged.metrics
+                      if split_name(m.name)[0] == c),
+        not_compared=tuple(split_name(n)[1] for n in judged.not_compared
+                           if split_name(n)[0] == c))
+        for c in COMPARISONS}
+
+
+def ended_json(campaign: LabCampaign, benchmark: Benchmark) -> dict[str, Any]:
+    """The `result` column of a campaign that ended: its judgement; for triples, the three
+    comparisons under `comparisons` and the alternative against the series as `metrics` (the
+    compare run's finding)."""
+    if campaign.kernel_c is None:
+        return result_json(campaign, judge_campaign(campaign, benchmark))
+    judged = judge_triples(campaign, benchmark)
+    return {**result_json(campaign, judged[ALTERNATIVE_SERIES.key]),
+            "comparisons": {key: [m.as_dict() for m in result.metrics]
+                            for key, result in judged.items()}}
 
 
 def campaign_policy(campaign: LabCampaign, measured: Sequence[StoredSample]) -> RunPolicy:
     pairs = len({s.pair_index for s in measured})
-    return RunPolicy(runs_per_kernel=pairs, order="randomized pairs (AB or BA, seeded)",
+    order = ("randomized triples (base, series and alternative in a seeded order)"
+             if campaign.kernel_c is not None else "randomized pairs (AB or BA, seeded)")
+    return RunPolicy(runs_per_kernel=pairs, order=order,
                      sequential=True, k_min=campaign.k_min, k_max=campaign.k_max,
                      alpha=family_level(campaign), delta=COUNTER_DELTA)
 
@@ -87,15 +131,16 @@ def stored_judgement(campaign: LabCampaign) -> BenchmarkResult | None:
         not_compared=tuple(result.get("not_compared", ())))
 
 
-def _raw_benchmark(benchmark: Benchmark, samples: Sequence[StoredSample]) -> dict[str, Any]:
-    """The recorded-results shape (bot.report.compose.results_file) of a campaign's samples:
+def _raw_benchmark(benchmark: Benchmark, family: Sequence[MetricPairs],
+                   units: dict[str, str]) -> dict[str, Any]:
+    """The recorded-results shape (bot.report.compose.results_file) of a campaign's metrics:
     per metric, its value in each measured pair (None where a boot gave none)."""
     metrics = []
-    for pairs in pairs_from_samples(samples, benchmark.metrics):
-        declared = pairs.name in {m.name for m in benchmark.metrics}
+    for pairs in family:
         metrics.append({
-            "name": pairs.name, "unit": next(s.unit for s in samples if s.metric == pairs.name),
-            "higher_is_better": pairs.higher_is_better if declared else None,
+            "name": pairs.name, "unit": units[pairs.name],
+            # None for a metric the benchmark does not declare (pairs_from_samples)
+            "higher_is_better": pairs.higher_is_better,
             "delta": pairs.delta, "secondary": not pairs.main,
             "base": list(pairs.base), "patched": list(pairs.patched),
             "base_positions": list(pairs.base_positions or ()),
