@@ -30,6 +30,7 @@ from bot.report.compose.from_db import answered_message, parent_message, reply_o
 from bot.report.compose.message import ComposedReply
 from bot.report.compose.reproduce import apply_lines
 from bot.report.deliver.outbox import enqueue
+from bot.runs.follow_ups import start_follow_ups
 from bot.runs.outcome import RunOutcome, outcome_of
 from bot.runs.records import ApplyRecord, BuildRecord, ReportRecord
 from bot.runs.steps import StepEnd, run_step, stored_step
@@ -39,6 +40,7 @@ from workers.follow_up_replies.alternative import alternative_reply
 from workers.follow_up_replies.bisect import bisect_reply
 from workers.follow_up_replies.experiment import experiment_reply
 from workers.reply_context import (
+    author_claims,
     benchmark_context,
     build_info,
     reproduce_lines,
@@ -70,6 +72,9 @@ def _report(db: Database, settings: Settings, step_id: int) -> StepEnd:
             return StepEnd(result=ReportRecord(why=why).as_result())
         row, new = enqueue(session, reply, settings.report)
         session.flush()
+        if step.run.kind == "review":  # the questions its result raises, queued
+            version = session.get(SeriesVersion, step.run.series_version_id)
+            start_follow_ups(session, settings, step.run, author_claims(answered_message(version)))
         record = ReportRecord(reply=row.id, message_id=row.message_id, kind=row.kind,
                               state=row.state, new=new, why=why)
         return StepEnd(result=record.as_result())

@@ -1,7 +1,10 @@
 """`lorelab review THREAD --tree PATH`: the main job, one thread from mail to reply.
 
 Progress is printed per stage as it happens; the reply is printed at the end (and is in the
-outbox); the exit status says what was found (bot.runs.review.EXIT_CODES).
+outbox); the exit status says what was found (bot.runs.review.EXIT_CODES). With `--follow-ups`
+the follow-ups the review calls for (bisect, align, compare, experiment) run next, in this
+process on the embedded default, and each one's reply is printed; the exit status stays the
+review's.
 """
 
 from __future__ import annotations
@@ -42,9 +45,13 @@ def review(
                                "(a [[lab_hosts]] name; default: the first)."),
     base: str = typer.Option(None, "--base", help="Apply on this revision instead of choosing."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+    follow_ups: bool = typer.Option(False, "--follow-ups", help="Then run the follow-ups the "
+                                    "review calls for ([follow_ups]: bisect, align, compare, "
+                                    "experiment) and print each one's reply; without it they "
+                                    "wait, queued, for `lorelab run`."),
 ) -> None:
     """Review one thread end to end: fetch, apply, build, benchmark, decide, reply."""
-    from bot.runs.review import ReviewError, review_thread
+    from bot.runs.review import ReviewError, review_thread, run_follow_ups, run_outcome
 
     config = settings()
     db = open_database()
@@ -55,19 +62,39 @@ def review(
             outcome = review_thread(db, config, thread, tree_path=tree,
                                     benchmarks=_names(bench), runner=runner, base=base,
                                     on_ingested=on_ingested)
+            if not as_json:
+                print_outcome(out, outcome)
+            if follow_ups:
+                followed = run_follow_ups(db, config, outcome.run_id, on_start=lambda run, kind: (
+                    None if as_json else out.print(f"follow-up run {run}: {kind}")))
+            else:  # queued, for `lorelab run`
+                followed = [run_outcome(db, run_id) for run_id in outcome.follow_ups]
         except ReviewError as exc:
             raise UserError(str(exc)) from None
     if as_json:
-        emit_json({"run": outcome.run_id, "series_version": outcome.series_version_id,
-                   "title": outcome.title, "version": outcome.version, "state": outcome.state,
-                   "verdict": outcome.verdict_class, "exit_code": outcome.exit_code,
-                   "reply_state": outcome.reply_state, "reply_notes": outcome.reply_notes,
-                   "headline": [h.as_dict() for h in outcome.headline], "why": outcome.outcome.why,
-                   "steps": outcome.steps,
-                   "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None})
+        emit_json(_as_json(outcome) | {"follow_ups": [_as_json(f) for f in followed]})
     else:
-        print_outcome(out, outcome)
+        for follow_up in followed if follow_ups else ():
+            print_outcome(out, follow_up, exit_status=False)
+        if outcome.follow_ups and not follow_ups:
+            out.print(f"follow-ups queued: runs {', '.join(map(str, outcome.follow_ups))} "
+                      "(`lorelab run` sends them; `lorelab review --follow-ups` runs them here)",
+                      markup=False, highlight=False)
     raise typer.Exit(outcome.exit_code)
+
+
+def _as_json(outcome: ReviewOutcome) -> dict[str, object]:
+    """A run's outcome as `lorelab review --json` prints it (a follow-up's without an exit
+    status: the command's is its review's)."""
+    return {"run": outcome.run_id, "kind": outcome.kind,
+            "series_version": outcome.series_version_id, "title": outcome.title,
+            "version": outcome.version, "state": outcome.state,
+            "verdict": outcome.verdict_class,
+            **({"exit_code": outcome.exit_code} if outcome.kind == "review" else {}),
+            "reply_state": outcome.reply_state, "reply_notes": outcome.reply_notes,
+            "headline": [h.as_dict() for h in outcome.headline], "why": outcome.outcome.why,
+            "steps": outcome.steps,
+            "reply": outcome.reply.decode("utf-8", "replace") if outcome.reply else None}
 
 
 def print_outcome(out: Console, outcome: ReviewOutcome, exit_status: bool = True,
@@ -75,7 +102,8 @@ def print_outcome(out: Console, outcome: ReviewOutcome, exit_status: bool = True
     """The run's outcome, headline and reply; `config`: the settings file the commands it
     suggests must be given (`-c`), as after the demo."""
     status = f" (exit status {outcome.exit_code})" if exit_status else ""
-    out.print(f"run {outcome.run_id}: {outcome.verdict_class}{status}")
+    kind = f" ({outcome.kind})" if outcome.kind != "review" else ""
+    out.print(f"run {outcome.run_id}{kind}: {outcome.verdict_class}{status}")
     for change in outcome.headline:
         out.print(f"  {change.line()}", markup=False, highlight=False)
     if outcome.reply is None:

@@ -2,8 +2,9 @@
 
 `apply`/`build` record a run, hand its steps to Celery (in this process on the embedded
 default, to the git and build queues when a broker is configured) and show each step as it
-changes until the run ends. `runs list|show` read the recorded rows; `runs resume` sends a
-run's unfinished steps again (after a worker crash, or a fix to the tree).
+changes until the run ends. `runs list|show` read the recorded rows (a follow-up names the review
+it follows, a review lists its follow-ups); `runs resume` sends a run's unfinished steps again
+(after a worker crash, or a fix to the tree).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def run_dict(session: Session, run: Run) -> dict[str, Any]:
     reply = run_reply(session, run)
     return {
         "id": run.id, "kind": run.kind, "state": run.state, "tree": run.tree,
+        "parent_run_id": run.parent_run_id, "options": dict(run.options or {}),
+        "follow_ups": follow_up_dicts(session, run),
         "outcome": outcome.label, "why": outcome.why, "exit_code": outcome.exit_code,
         "headline": [h.as_dict() for h in headline(campaigns)],
         "campaigns": [c.id for c in campaigns],
@@ -90,6 +93,34 @@ def run_dict(session: Session, run: Run) -> dict[str, Any]:
             "skipped_for": failed_need(s.name, {t.name: t.state for t in run.steps}),
         } for s in run.steps],
     }
+
+
+def follow_up_dicts(session: Session, run: Run) -> list[dict[str, Any]]:
+    """The follow-ups of a review run, oldest first: kind, state, what each found, its reply."""
+    from bot.runs.outcome import outcome_of
+
+    found = []
+    for child in session.scalars(sa.select(Run).where(Run.parent_run_id == run.id)
+                                 .order_by(Run.id)):
+        outcome = outcome_of(session, child)
+        reply = run_reply(session, child).reply
+        found.append({"id": child.id, "kind": child.kind, "state": child.state,
+                      "outcome": outcome.label, "why": outcome.why, "trigger": child.trigger,
+                      "options": dict(child.options or {}),
+                      "benchmarks": list(child.benchmarks or []),
+                      "reply": None if reply is None else {
+                          "id": reply.id, "message_id": reply.message_id,
+                          "state": reply.state}})
+    return found
+
+
+def _options(options: dict[str, Any]) -> str:
+    """A follow-up's options in a few words: "alternative <id>", "pairs 12", "commands (2)"."""
+    words = []
+    for key, value in sorted(options.items()):
+        shown = f"({len(value)})" if isinstance(value, list | dict) else str(value)
+        words.append(f"{key} <{shown}>" if key == "alternative" else f"{key} {shown}")
+    return ", ".join(words)
 
 
 def _dispatch(db: Database, run_id: int) -> None:
@@ -181,6 +212,17 @@ def _print_run(data: dict[str, Any]) -> None:
     out.print(f"run {data['id']} ({data['kind']}) {data['state']}: series {data['series_id']} "
               f"v{data['version']} \"{data['title']}\" on {data['tree']}", markup=False)
     out.print(f"  outcome: {data['outcome']} ({data['why']})", markup=False, highlight=False)
+    if data["parent_run_id"] is not None:
+        asked = f": {_options(data['options'])}" if data["options"] else ""
+        out.print(f"  follows run {data['parent_run_id']}{asked}", markup=False,
+                  highlight=False)
+    for follow_up in data["follow_ups"]:
+        reply = (f"; reply <{follow_up['reply']['message_id']}> ({follow_up['reply']['state']})"
+                 if follow_up["reply"] else "")
+        asked = f" ({_options(follow_up['options'])})" if follow_up["options"] else ""
+        out.print(f"  follow-up: run {follow_up['id']} {follow_up['kind']}{asked} "
+                  f"{follow_up['state']}: {follow_up['outcome']}{reply}", markup=False,
+                  highlight=False)
     for change in data["headline"]:
         out.print(f"    {Headline.from_dict(change).line()}", markup=False, highlight=False)
     if data["campaigns"]:
@@ -251,7 +293,12 @@ def runs_list(
                   "steps")
     for row in rows:
         changes = [Headline.from_dict(h) for h in row["headline"]]
-        table.add_row(str(row["id"]), row["kind"], row["state"], row["outcome"],
+        kind = row["kind"]
+        if row["parent_run_id"] is not None:
+            kind += f"\nof run {row['parent_run_id']}"
+        if row["follow_ups"]:
+            kind += "\nfollow-ups " + " ".join(str(f["id"]) for f in row["follow_ups"])
+        table.add_row(str(row["id"]), kind, row["state"], row["outcome"],
                       "\n".join(h.short() for h in changes),
                       f"{row['series_id']} v{row['version']}", row["tree"],
                       (row["base_commit"] or "")[:12],

@@ -13,8 +13,10 @@ date order, in one transaction per mail:
 4. a `CommandRequest` row, unique per (mail, line): a mail handled twice, or by two processes
    at once, is acted on once;
 5. the action (bot.commands.actions): `test` and `retest` make or join a review run, `stop`
-   cancels the version's unfinished runs; the caller sends `CommandOutcome.run_ids` to the
-   workers after the commit;
+   cancels the version's unfinished runs, `bisect`, `compare`, `test ... align` and `test` in a
+   reviewer's own inline diff make or join a follow-up of the latest review
+   (bot.runs.follow_ups); the caller sends `CommandOutcome.run_ids` to the workers after the
+   commit;
 6. the answer, composed with bot.report.compose.command_reply and stored in the outbox, unless
    the same request was answered already (a joined run, a repeated help or stop: "collapsed"),
    or the thread or the series has had its answers for the window (bot.commands.answers).
@@ -48,6 +50,7 @@ from bot.commands.dkim_keys import key_records
 from bot.commands.language import HELP, Command, parse_commands
 from bot.commands.maintainers import Maintainers, read_maintainers
 from bot.commands.policy import (
+    ASKS_FOR_RUNS,
     UNVERIFIED_ANSWER_EVERY,
     PastRequest,
     RateDecision,
@@ -80,7 +83,7 @@ _CHUNK = 500  # message ids per query
 _ENCODINGS = (b"base64", b"quoted-printable")
 
 # request states (CommandRequest.state), by outcome
-_STATES = {"queued": "accepted", "stopped": "accepted", "help": "answered",
+_STATES = {"queued": "accepted", "stopped": "accepted", "help": "answered", "done": "answered",
            "not-understood": "answered", "refused": "refused", "limited": "limited",
            "unverified": "unverified", "failed": "failed"}
 
@@ -92,8 +95,8 @@ class CommandOutcome:
     message_id: str
     line: int
     sender: str
-    command: str  # test, retest, stop, help, or unknown
-    # queued, stopped, help, not-understood, refused, limited, unverified, failed
+    command: str  # test, retest, stop, bisect, compare, help, or unknown
+    # queued, stopped, done, help, not-understood, refused, limited, unverified, failed
     outcome: str
     detail: str
     series_version_id: int | None
@@ -293,7 +296,7 @@ class _Handler:
         message, version, authenticity = mail.message, mail.version, mail.authenticity
         verified = authenticity.verified
         # Who the sender is to the series matters only to commands that need permission.
-        judged = verified and command.understood and command.name in ("test", "retest", "stop")
+        judged = verified and command.understood and command.name in (*ASKS_FOR_RUNS, "stop")
         requester = self.requester(session, mail, judged)
         rate = self.rate(session, requester.address) if verified else RateDecision(True, True)
         outcome, detail, problems = decide(command, rate, version, requester,
@@ -313,7 +316,7 @@ class _Handler:
         if not outcome:
             assert version is not None
             action = act(session, self.settings, version, command, requester.address,
-                         self.window_start)
+                         self.window_start, message)
             request.state = _STATES[action.outcome]
             request.reason = action.detail
             request.run_id = action.run_id

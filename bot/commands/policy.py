@@ -1,9 +1,9 @@
 """Who may run which `#lorelab` command, and how often: the [commands] settings and the rules.
 
 - `help`, and a line that was not understood: anyone (the answer is the help or the problem).
-- `test`, `retest`: the series author; a maintainer or reviewer of the files the series touches
-  (M:/R: in the tree's MAINTAINERS) who is on the thread (To/Cc of its postings, or of the mail
-  answered); anyone on the allow-list.
+- `test`, `retest`, `bisect`, `compare` (each costs lab time): the series author; a maintainer
+  or reviewer of the files the series touches (M:/R: in the tree's MAINTAINERS) who is on the
+  thread (To/Cc of its postings, or of the mail answered); anyone on the allow-list.
 - `stop`: the series author, or such a maintainer. The allow-list does not reach it: stopping
   someone else's test is for the people responsible for the code.
 - Nothing at all for mail whose sender cannot be verified (bot.commands.authenticity): its
@@ -26,6 +26,9 @@ from dataclasses import dataclass
 
 from bot.config.sections import CommandSettings
 
+# The commands that make runs, and who may give them.
+ASKS_FOR_RUNS = ("test", "retest", "bisect", "compare")
+
 
 @dataclass(frozen=True)
 class Requester:
@@ -46,7 +49,7 @@ def on_allow_list(address: str, allow_list: Sequence[str]) -> bool:
 
 
 def may_run(command: str, requester: Requester) -> bool:
-    if command in ("test", "retest"):
+    if command in ASKS_FOR_RUNS:
         return requester.author or requester.maintainer or requester.allow_listed
     if command == "stop":
         return requester.author or requester.maintainer

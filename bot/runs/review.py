@@ -3,7 +3,9 @@
 `lorelab review` and `lorelab demo` call `review_thread`; the automatic pipeline reaches the
 same run steps through Celery. The thread comes from a local mbox, a lore URL, or a message-id
 looked up on the configured lore base. What the run found is `bot.runs.outcome.decide`'s; its
-exit status is what the command reports.
+exit status is what the command reports. The review's report step queues the follow-ups its
+result calls for (bot.runs.follow_ups); `run_follow_ups` runs them (`lorelab review
+--follow-ups`), else the next round of `lorelab run` sends them.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from bot.runs.lifecycle import PlanError, create_run, find_tree
 from bot.runs.outcome import RunOutcome, outcome_of
 from bot.runs.states import FINISHED, StepState
 from bot.runs.suites import suite_for
-from bot.runs.taskqueue import dispatch
+from bot.runs.taskqueue import dispatch, send_run
 
 DEFAULT_LORE = "https://lore.kernel.org/all"
 _LORE_URL = re.compile(r"^(https?://[^/]+(?:/[^/]+)?)/([^/]+@[^/]+)(?:/.*)?$")
@@ -54,6 +56,8 @@ class ReviewOutcome:
     headline: list[Headline] = field(default_factory=list)  # main metrics' changes
     ingest: IngestSummary = field(default_factory=IngestSummary)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = "review"  # or a follow-up's kind (bot.runs.lifecycle.FOLLOW_UPS)
+    follow_ups: list[int] = field(default_factory=list)  # run ids of a review's follow-ups
 
     @property
     def verdict_class(self) -> str:
@@ -155,12 +159,35 @@ def review_thread(db: Database, settings: Settings, ref: str, *, tree_path: str 
     with db.session() as session:
         dispatch(session.get(Run, run_id), settings)  # type: ignore[arg-type]
     if settings.celery.broker_url:
-        celery = settings.celery
-        wait_for_run(db, run_id, timeout=2 * celery.build_time_limit + celery.bench_time_limit
-                     + 2 * celery.apply_time_limit)
+        wait_for_run(db, run_id, timeout=_run_time_limit(settings))
     outcome = run_outcome(db, run_id)
     outcome.ingest = summary
     return outcome
+
+
+def _run_time_limit(settings: Settings) -> float:
+    """The longest a run's steps may take: every step's time limit."""
+    celery = settings.celery
+    return (3 * celery.build_time_limit + celery.bench_time_limit
+            + 3 * celery.apply_time_limit)
+
+
+def run_follow_ups(db: Database, settings: Settings, review_id: int,
+                   on_start: Callable[[int, str], None] | None = None) -> list[ReviewOutcome]:
+    """Send the follow-ups the review run queued and wait for each (on the embedded default
+    they run here, now, one after the other); what each found, and its reply. `on_start`
+    hears (run id, kind) as each is sent."""
+    with db.session() as session:
+        children = [(run.id, run.kind) for run in session.scalars(
+            sa.select(Run).where(Run.parent_run_id == review_id).order_by(Run.id))]
+    outcomes = []
+    for run_id, kind in children:
+        if on_start is not None:
+            on_start(run_id, kind)
+        if send_run(db, settings, run_id) and settings.celery.broker_url:
+            wait_for_run(db, run_id, timeout=_run_time_limit(settings))
+        outcomes.append(run_outcome(db, run_id))
+    return outcomes
 
 
 def wait_for_run(db: Database, run_id: int, timeout: float, poll: float = 0.5) -> None:
@@ -195,7 +222,9 @@ def run_outcome(db: Database, run_id: int) -> ReviewOutcome:
             version=version.version, state=run.state,
             outcome=outcome_of(session, run, campaigns),
             reply=bytes(row.raw) if row else None, reply_state=row.state if row else None,
-            reply_notes=found.notes(), headline=headline(campaigns),
+            reply_notes=found.notes(), headline=headline(campaigns), kind=run.kind,
+            follow_ups=list(session.scalars(sa.select(Run.id).where(Run.parent_run_id == run.id)
+                                            .order_by(Run.id))),
             steps=[{"name": s.name, "state": s.state, "error": s.error,
                     "seconds": (s.finished_at - s.started_at).total_seconds()
                     if s.finished_at and s.started_at else None} for s in run.steps])

@@ -3,9 +3,11 @@
 1. plan a review run for each new complete version a suite watches (bot.runs.planner), stopping the
    older versions' unfinished runs;
 2. act on `#lorelab` commands in mail stored since the last round (bot.commands.handler);
-3. send the new runs to the workers (Celery; eager in the embedded default), and again the runs
+3. follow-ups (bot.runs.follow_ups): a compare for each reviewer's inline diff stored since the
+   last round on a version already reviewed, and the follow-ups review runs queued since;
+4. send the new runs to the workers (Celery; eager in the embedded default), and again the runs
    an outage stranded (bot.runs.reaper);
-4. deliver the replies that are due (bot.report.deliver.delivery).
+5. deliver the replies that are due (bot.report.deliver.delivery).
 Each part is idempotent: a round repeated after a crash plans, answers and sends nothing twice.
 Each part is also isolated: one that fails is logged and the others run; within a part, a run
 that cannot be sent, or a reply that cannot be delivered, is recorded on its row and the others
@@ -51,20 +53,26 @@ class Round:
     planned: list[int] = field(default_factory=list)  # run ids
     superseded: list[int] = field(default_factory=list)
     commands: int = 0
+    follow_ups: list[int] = field(default_factory=list)  # follow-up runs sent this round
     dispatched: list[int] = field(default_factory=list)
     resent: list[int] = field(default_factory=list)  # runs an outage stranded, sent again
     sent: list[int] = field(default_factory=list)  # reply ids
     failed: list[str] = field(default_factory=list)  # the parts that failed, with why
 
 
-def unstarted_runs(db: Database) -> list[int]:
+def unstarted_runs(db: Database, *, follow_ups: bool = False) -> list[int]:
     """Runs no worker has touched (every step still queued): after a crash between committing
-    a run and sending it to Celery, these would wait forever."""
+    a run and sending it to Celery, these would wait forever. With `follow_ups`, only the
+    follow-ups never sent (a review's report step queues them; the round sends them)."""
     with db.session() as session:
         started = sa.select(RunStep.id).where(RunStep.run_id == Run.id,
                                               RunStep.state != StepState.QUEUED).exists()
-        return list(session.scalars(sa.select(Run.id).where(Run.state == RunState.QUEUED, ~started)
-                                    .order_by(Run.id)))
+        query = sa.select(Run.id).where(Run.state == RunState.QUEUED, ~started)
+        if follow_ups:
+            sent = sa.select(RunStep.id).where(RunStep.run_id == Run.id,
+                                               RunStep.sent_at.is_not(None)).exists()
+            query = query.where(Run.parent_run_id.is_not(None), ~sent)
+        return list(session.scalars(query.order_by(Run.id)))
 
 
 def send_or_record(db: Database, settings: Settings, run_id: int,
@@ -111,6 +119,7 @@ def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
     once every part ran, when one of them failed."""
     result = Round()
     command_runs: list[int] = []
+    follow_up_runs: list[int] = []
 
     def part(name: str, body: Callable[[], None]) -> None:
         try:
@@ -141,8 +150,20 @@ def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
             result.commands = len(outcomes)
             command_runs.extend(run_id for o in outcomes for run_id in o.run_ids)
 
+    def follow_ups() -> None:
+        from bot.runs.follow_ups import compare_new_alternatives
+
+        with db.session() as session:
+            new_diffs = list(session.scalars(sa.select(Message.msgid).where(
+                Message.ingested_at > since, Message.kind == "inline-diff")))
+            if new_diffs:
+                compare_new_alternatives(session, settings, new_diffs)
+        follow_up_runs.extend(run_id for run_id in unstarted_runs(db, follow_ups=True)
+                              if run_id not in command_runs)
+
     def dispatch() -> None:
         result.dispatched = dispatch_runs(db, settings, [*result.planned, *command_runs])
+        result.follow_ups = dispatch_runs(db, settings, follow_up_runs)
         result.resent = resend_overdue(db, settings)
 
     def deliver() -> None:
@@ -151,13 +172,15 @@ def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
         delivery = deliver_due(db, make_transport(settings.report, data_dir()), settings.report)
         result.sent = list(delivery.sent)
 
-    for name, body in (("planning", plan), ("commands", commands), ("dispatch", dispatch),
-                       ("delivery", deliver)):
+    for name, body in (("planning", plan), ("commands", commands), ("follow-ups", follow_ups),
+                       ("dispatch", dispatch), ("delivery", deliver)):
         part(name, body)
-    if any((result.planned, result.commands, result.dispatched, result.resent, result.sent)):
+    if any((result.planned, result.commands, result.dispatched, result.follow_ups,
+            result.resent, result.sent)):
         log.info("pipeline: planned %s, superseded %s, %d commands, dispatched %s, "
-                 "sent again %s, replies sent %s", result.planned, result.superseded,
-                 result.commands, result.dispatched, result.resent, result.sent)
+                 "follow-ups %s, sent again %s, replies sent %s", result.planned,
+                 result.superseded, result.commands, result.dispatched, result.follow_ups,
+                 result.resent, result.sent)
     if result.failed:
         raise RoundFailed(result)
     return result

@@ -205,12 +205,14 @@ def series_views(
 
 
 def latest_runs(session: Session, series_of: dict[int, int]) -> dict[int, Run]:
-    """Each series' newest run (on any of its versions), with its steps, by series id;
-    `series_of` maps the series' version ids to their series."""
+    """Each series' newest run (on any of its versions) that is not a follow-up of another
+    (a follow-up shows under its review), with its steps, by series id; `series_of` maps the
+    series' version ids to their series."""
     latest = (
         sa.select(sa.func.max(Run.id))
         .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
-        .where(SeriesVersion.series_id.in_(set(series_of.values())))
+        .where(SeriesVersion.series_id.in_(set(series_of.values())),
+               Run.parent_run_id.is_(None))
         .group_by(SeriesVersion.series_id)
     )
     runs = session.scalars(

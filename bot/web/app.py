@@ -291,7 +291,8 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
             shown = found(next((v for v in versions if v["version"] == version), None),
                           f"version of series {series_id} numbered", version)
         runs = [r for r in detail.runs if shown and r.series_version_id == shown["id"]]
-        latest = runs[0] if runs else None
+        # The newest run that follows none: its follow-ups are listed under it.
+        latest = next((r for r in runs if r.parent_run_id is None), runs[0] if runs else None)
         samples = queries.samples_of(s, [c.id for c in latest.campaigns]) if latest else {}
         plots = {}
         for campaign in latest.campaigns if latest else []:

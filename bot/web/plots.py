@@ -3,7 +3,8 @@
 Two plots per metric: every run's value in the order the runs happened (drift, warm-up effects
 and outliers show there, and whether A and B interleave), and each kernel's distribution (a box
 from the lower to the upper quartile with the median, whiskers to the extremes, every value as
-a point). Base (A) and patched (B) differ in colour and in marker shape (circle, triangle), so
+a point). Base (A), patched (B) and a compare follow-up's alternative (C) differ in colour and
+in marker shape (circle, triangle, square), so
 that the plots read in grey and for colour-blind readers; each plot has a title and a
 description for screen readers, and labelled axes.
 """
@@ -18,8 +19,11 @@ from html import escape
 from bot.report.compose.tables import fmt_value
 
 WIDTH = 640
-COLORS = {"A": "#1f5fa8", "B": "#c2540a"}  # blue and orange: apart for every colour vision
-NAMES = {"A": "A (base)", "B": "B (patched)"}
+# Blue, orange and dark grey: apart for every colour vision, and apart in shape too.
+COLORS = {"A": "#1f5fa8", "B": "#c2540a", "C": "#444444"}
+NAMES = {"A": "A (base)", "B": "B (patched)", "C": "C (alternative)"}
+_DESCRIBED = {"A": "the base kernel A (blue circles)", "B": "the patched kernel B (orange "
+              "triangles)", "C": "the alternative kernel C (grey squares)"}
 _LEFT, _RIGHT, _TOP, _BOTTOM = 76, 16, 34, 46
 _FONT = 'font-family="sans-serif" font-size="12"'
 
@@ -27,7 +31,7 @@ _FONT = 'font-family="sans-serif" font-size="12"'
 @dataclass(frozen=True)
 class Point:
     slot: int  # the run's place in the run order
-    kernel: str  # "A" or "B"
+    kernel: str  # "A", "B" or "C"
     value: float
     warmup: bool = False
 
@@ -82,6 +86,9 @@ def _marker(kernel: str, x: float, y: float, hollow: bool, tip: str) -> str:
     if kernel == "A":
         shape = f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" {paint}>'
         end = "</circle>"
+    elif kernel == "C":
+        shape = f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" {paint}>'
+        end = "</rect>"
     else:
         shape = (f'<path d="M{x:.1f},{y - 5.5:.1f} L{x + 5:.1f},{y + 3.5:.1f} '
                  f'L{x - 5:.1f},{y + 3.5:.1f} Z" {paint}>')
@@ -101,8 +108,8 @@ def _svg(ident: str, height: int, title: str, desc: str, body: list[str]) -> str
     )
 
 
-def _legend(warmups: bool) -> list[str]:
-    items = [("A", False, NAMES["A"]), ("B", False, NAMES["B"])]
+def _legend(warmups: bool, kernels: str = "AB") -> list[str]:
+    items = [(k, False, NAMES[k]) for k in kernels]
     if warmups:
         items.append(("A", True, "warm-up (hollow, not judged)"))
     out, x = [], _LEFT
@@ -152,15 +159,16 @@ def run_order_svg(points: Sequence[Point], *, metric: str, unit: str, ident: str
     body.append(f'<text x="{(_LEFT + WIDTH - _RIGHT) / 2:.1f}" y="{height - 8}" '
                 f'text-anchor="middle" {_FONT}>run order (0 = first run)</text>')
     warmups = any(p.warmup for p in points)
-    body += _legend(warmups)
+    kernels = "".join(k for k in "ABC" if any(p.kernel == k for p in points))
+    body += _legend(warmups, kernels)
     for p in sorted(points, key=lambda p: p.slot):
         tip = (f"run {p.slot}: {NAMES[p.kernel]}, {fmt_value(p.value)}"
                f"{' ' + unit if unit else ''}{', warm-up' if p.warmup else ''}")
         body.append(_marker(p.kernel, x(p.slot), y(p.value), p.warmup, tip))
     measured = [p for p in points if not p.warmup]
-    desc = (f"{metric}: {sum(p.kernel == 'A' for p in measured)} runs of the base kernel A "
-            f"(blue circles) and {sum(p.kernel == 'B' for p in measured)} of the patched "
-            f"kernel B (orange triangles), plotted in the order they ran"
+    counts = [f"{sum(p.kernel == k for p in measured)} runs of {_DESCRIBED[k]}" for k in kernels]
+    listed = ", ".join(counts[:-1]) + " and " + counts[-1] if len(counts) > 1 else counts[0]
+    desc = (f"{metric}: {listed}, plotted in the order they ran"
             + (", warm-up runs hollow." if warmups else "."))
     return _svg(ident, height, f"{metric}: every run, in run order", desc, body)
 
@@ -182,8 +190,8 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 
 def distribution_svg(points: Sequence[Point], *, metric: str, unit: str, ident: str) -> str:
     """Each kernel's measured values (warm-ups left out): box, whiskers and every point."""
-    by_kernel = {k: [p.value for p in points if p.kernel == k and not p.warmup] for k in "AB"}
-    kernels = [k for k in "AB" if by_kernel[k]]
+    by_kernel = {k: [p.value for p in points if p.kernel == k and not p.warmup] for k in "ABC"}
+    kernels = [k for k in "ABC" if by_kernel[k]]
     if not kernels:
         raise ValueError("nothing to plot")
     row_height = 56
@@ -199,7 +207,7 @@ def distribution_svg(points: Sequence[Point], *, metric: str, unit: str, ident: 
                     f'{escape(fmt_value(tick, compact=True))}</text>')
     body.append(f'<text x="{(x.start + x.end) / 2:.1f}" y="{height - 8}" text-anchor="middle" '
                 f'{_FONT}>{escape(_label(metric, unit))}</text>')
-    body += _legend(False)
+    body += _legend(False, "".join(kernels))
     for row, kernel in enumerate(kernels):
         values = by_kernel[kernel]
         middle = _TOP + row_height * row + row_height / 2

@@ -3,8 +3,10 @@
 Nothing here writes. The front page shows one row per series: its latest version and the
 series' latest run (by id), with the state of each stage of that run (apply, build, bench,
 report) and of the newest reply the bot wrote for the run's version. The series page adds every
-version, run, step, campaign and reply. Lab campaign results are shown as stored by the bench
-step (`LabCampaign.result`); `verdict_rows` reads them for the verdict tables.
+version, run, step, campaign and reply; each review run lists its follow-ups (bot.runs.follow_ups:
+kind, state, outcome, reply) and each follow-up names the review it follows. Lab campaign
+results are shown as stored by the bench step (`LabCampaign.result`); `verdict_rows` reads them
+for the verdict tables.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from bot.db.models import (
     iso_utc,
 )
 from bot.runs.outcome import decide, main_verdicts
+from bot.runs.records import ReportRecord
 from bot.series.views import STAGES as STAGES  # the status page's columns (app.py)
 from bot.series.views import Stage, series_views
 from bot.web.queues import queue_lengths
@@ -114,7 +117,9 @@ class SampleView:
     kernel: str  # "A" (base) or "B" (patched)
     pair_index: int
     position: int
-    slot: int  # the place in the campaign's run order: 2 * pair_index + position
+    # The place in the campaign's run order: arms * pair_index + position, where a campaign
+    # has 2 arms (A and B in pairs) or 3 (A, B and C in triples: a compare follow-up).
+    slot: int
     host: str
     boot_id: str
     accel: str
@@ -130,6 +135,8 @@ class CampaignView:
     parameters: dict[str, Any]
     kernel_a: str
     kernel_b: str
+    kernel_c: str | None  # a compare follow-up's third kernel (the reviewer's alternative)
+    arm: str | None  # what kernel B is within a follow-up: "prefix 2/4", "aligned"
     host: str
     runner: str
     seed: int
@@ -148,6 +155,32 @@ class CampaignView:
     finished_at: When | None
     url: str
     samples: list[SampleView] | None = None  # None: not included in this answer
+
+
+@dataclass
+class ReplyRef:
+    """The reply a run wrote: enough to find it on the series page and in the outbox."""
+
+    id: int
+    kind: str
+    state: str
+    message_id: str
+
+
+@dataclass
+class FollowUpView:
+    """A follow-up of a review run (bot.runs.follow_ups), as its review lists it."""
+
+    id: int
+    kind: str  # bisect, align, compare, experiment
+    state: str
+    outcome: str
+    why: str
+    trigger: str
+    options: dict[str, Any]
+    benchmarks: list[str]
+    reply: ReplyRef | None
+    url: str
 
 
 @dataclass
@@ -174,6 +207,10 @@ class RunView:
     url: str
     outcome: str = ""  # what the run found (bot.runs.outcome): "regression", "does not apply"
     why: str = ""
+    parent_run_id: int | None = None  # a follow-up: the review run it follows
+    options: dict[str, Any] = field(default_factory=dict)  # a follow-up: what it was asked for
+    reply: ReplyRef | None = None  # the reply this run wrote, if any
+    follow_ups: list[FollowUpView] = field(default_factory=list)  # a review's, oldest first
 
 
 @dataclass
@@ -283,7 +320,7 @@ def _filtered(filters: SeriesFilter) -> sa.Select[tuple[Series]]:
         latest_run = (
             sa.select(sa.func.max(Run.id))
             .join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
-            .where(SeriesVersion.series_id == Series.id)
+            .where(SeriesVersion.series_id == Series.id, Run.parent_run_id.is_(None))
             .correlate(Series)  # also from inside the state's subquery below
             .scalar_subquery()
         )
@@ -324,11 +361,11 @@ def step_view(step: RunStep) -> StepView:
     )
 
 
-def sample_view(sample: LabSample) -> SampleView:
+def sample_view(sample: LabSample, arms: int = 2) -> SampleView:
     return SampleView(
         metric=sample.metric, value=sample.value, unit=sample.unit, kernel=sample.kernel,
         pair_index=sample.pair_index, position=sample.position,
-        slot=2 * sample.pair_index + sample.position, host=sample.host, boot_id=sample.boot_id,
+        slot=arms * sample.pair_index + sample.position, host=sample.host, boot_id=sample.boot_id,
         accel=sample.accel, time=sample.time, warmup=sample.warmup,
     )
 
@@ -338,21 +375,56 @@ def campaign_view(campaign: LabCampaign, *, with_samples: bool = False,
     return CampaignView(
         id=campaign.id, run_id=campaign.run_id, benchmark=campaign.benchmark,
         parameters=dict(campaign.parameters or {}), kernel_a=campaign.kernel_a,
-        kernel_b=campaign.kernel_b, host=campaign.host, runner=campaign.runner,
+        kernel_b=campaign.kernel_b, kernel_c=campaign.kernel_c, arm=campaign.arm,
+        host=campaign.host, runner=campaign.runner,
         seed=campaign.seed, warmup_pairs=campaign.warmup_pairs, k_min=campaign.k_min,
         k_max=campaign.k_max, orders=list(campaign.orders or []), state=campaign.state,
         error=campaign.error, result=dict(campaign.result or {}),
         created_at=campaign.created_at, started_at=campaign.started_at,
         finished_at=campaign.finished_at, url=f"{base_url}/campaigns/{campaign.id}",
-        samples=[sample_view(s) for s in campaign.samples] if with_samples else None,
+        samples=[sample_view(s, _arms(campaign.kernel_c)) for s in campaign.samples]
+        if with_samples else None,
     )
 
 
+def _reply_id(run: Run) -> int | None:
+    report = next((s for s in run.steps if s.name == "report"), None)
+    return ReportRecord.from_step(report).reply if report is not None else None
+
+
+def _replies_of(session: Session, runs: list[Run]) -> dict[int, ReplyRef]:
+    """The reply each run wrote, by run id (runs that wrote none are left out)."""
+    wanted = {reply_id: run.id for run in runs if (reply_id := _reply_id(run)) is not None}
+    found = {}
+    for row in session.scalars(sa.select(OutboxReply).where(OutboxReply.id.in_(wanted))):
+        found[wanted[row.id]] = ReplyRef(row.id, row.kind, row.state, row.message_id)
+    return found
+
+
+def _run_views(session: Session, runs: list[Run], versions: dict[int, SeriesVersion],
+               base_url: str) -> list[RunView]:
+    """Views of `runs` (in their order), each review with its follow-ups among `runs`."""
+    campaigns = _campaigns_of(session, [r.id for r in runs])
+    replies = _replies_of(session, runs)
+    views = [_run_view(r, versions.get(r.series_version_id), campaigns[r.id], base_url,
+                       replies.get(r.id)) for r in runs]
+    by_id = {view.id: view for view in views}
+    for view in sorted(views, key=lambda v: v.id):
+        parent = by_id.get(view.parent_run_id) if view.parent_run_id is not None else None
+        if parent is not None:
+            parent.follow_ups.append(FollowUpView(
+                id=view.id, kind=view.kind, state=view.state, outcome=view.outcome,
+                why=view.why, trigger=view.trigger, options=view.options,
+                benchmarks=view.benchmarks, reply=view.reply, url=view.url))
+    return views
+
+
 def _run_view(run: Run, version: SeriesVersion | None, campaigns: list[LabCampaign],
-              base_url: str) -> RunView:
+              base_url: str, reply: ReplyRef | None = None) -> RunView:
     found = decide(run.kind, run.state, {s.name: s for s in run.steps}, main_verdicts(campaigns))
     return RunView(
-        outcome=found.label, why=found.why,
+        outcome=found.label, why=found.why, parent_run_id=run.parent_run_id,
+        options=dict(run.options or {}), reply=reply,
         id=run.id, kind=run.kind, state=run.state, tree=run.tree, trigger=run.trigger,
         benchmarks=list(run.benchmarks or []), runner=run.runner,
         series_version_id=run.series_version_id,
@@ -411,25 +483,27 @@ def series_detail(session: Session, series_id: int, *, base_url: str = "") -> Se
         sa.select(Run).where(Run.series_version_id.in_(versions))
         .options(selectinload(Run.steps)).order_by(Run.id.desc())
     ))
-    campaigns = _campaigns_of(session, [r.id for r in runs])
     replies = session.scalars(
         sa.select(OutboxReply).where(OutboxReply.series_version_id.in_(versions))
         .order_by(OutboxReply.id.desc())
     )
     return SeriesDetail(
         series=series_views(session, [series.id])[0],
-        runs=[_run_view(r, versions[r.series_version_id], campaigns[r.id], base_url)
-              for r in runs],
+        runs=_run_views(session, runs, versions, base_url),
         replies=[reply_view(r) for r in replies],
     )
 
 
 def run_detail(session: Session, run_id: int, *, base_url: str = "") -> RunView | None:
+    """A run with its steps, campaigns, reply and, for a review, its follow-ups."""
     run = session.get(Run, run_id)
     if run is None:
         return None
     version = session.get(SeriesVersion, run.series_version_id)
-    return _run_view(run, version, _campaigns_of(session, [run.id])[run.id], base_url)
+    children = list(session.scalars(sa.select(Run).where(Run.parent_run_id == run.id)
+                                    .options(selectinload(Run.steps)).order_by(Run.id)))
+    versions = {version.id: version} if version is not None else {}
+    return _run_views(session, [run, *children], versions, base_url)[0]
 
 
 def campaign_detail(session: Session, campaign_id: int, *,
@@ -444,12 +518,18 @@ def campaign_detail(session: Session, campaign_id: int, *,
 def samples_of(session: Session, campaign_ids: list[int]) -> dict[int, list[SampleView]]:
     """The raw samples of several campaigns, in the order they were stored."""
     by_campaign: dict[int, list[SampleView]] = {i: [] for i in campaign_ids}
-    for sample in session.scalars(
-        sa.select(LabSample).where(LabSample.campaign_id.in_(campaign_ids))
-        .order_by(LabSample.id)
+    for sample, kernel_c in session.execute(
+        sa.select(LabSample, LabCampaign.kernel_c)
+        .join(LabCampaign, LabCampaign.id == LabSample.campaign_id)
+        .where(LabSample.campaign_id.in_(campaign_ids)).order_by(LabSample.id)
     ):
-        by_campaign[sample.campaign_id].append(sample_view(sample))
+        by_campaign[sample.campaign_id].append(sample_view(sample, _arms(kernel_c)))
     return by_campaign
+
+
+def _arms(kernel_c: str | None) -> int:
+    """How many kernels a campaign's rounds boot: pairs, or triples with a third kernel."""
+    return 2 if kernel_c is None else 3
 
 
 def reply_version(session: Session, reply: OutboxReply) -> tuple[int, int] | None:

@@ -254,7 +254,8 @@ def test_help_from_anyone_answers_with_the_commands(db, tmp_path):
     _, [outcome] = thread.send(thread.v1[2], MALLORY, "#lorelab help")
     assert outcome.outcome == "help" and thread.counts() == (0, 1, 1)
     text = unwrapped(thread.answer(outcome.outbox_id))
-    for syntax in ("#lorelab test BENCH... [base=REV]", "#lorelab retest", "#lorelab stop"):
+    for syntax in ("#lorelab test BENCH[:k=v...]... [base=REV]", "#lorelab retest", "#lorelab stop",
+                   "#lorelab bisect", "#lorelab compare MSGID"):
         assert syntax in text
 
 

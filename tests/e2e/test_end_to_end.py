@@ -93,6 +93,13 @@ benchmarks = ["reclaim-sim:ops=3000000"]
 [plan]
 max_age_days = 100000
 
+# One reply per round, exactly once; the follow-ups' rounds: tests/runs/test_follow_up_rounds.py.
+[follow_ups]
+bisect = false
+align = false
+compare = false
+experiment = false
+
 [report]
 mode = "smtp"
 smtp_host = "127.0.0.1"

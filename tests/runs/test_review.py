@@ -99,7 +99,9 @@ def test_review_of_a_faster_series_exits_with_its_verdict_and_prints_the_reply(t
     assert f"earlier benchmark reply for this version: <{first_id}> (queued)" in text
     listed = {r["message_id"]: r["state"] for r in review.cli.json("outbox", "list")}
     assert listed == {first_id: "queued", second_id: "pending-approval"}
-    shown = review.cli.json("runs", "show", str(outcome["run"] + 1))
+    # (not outcome["run"] + 1: the first review's follow-ups may have been queued in between)
+    second_run = int(re.search(r"^run (\d+): ", text, re.M)[1])
+    shown = review.cli.json("runs", "show", str(second_run))
     assert shown["outcome"] in ("improvement", "no change", "inconclusive")
     assert shown["reply"]["message_id"] == second_id
     assert [h["metric"] for h in shown["headline"]] == ["reclaim-sim.throughput"]
@@ -176,7 +178,7 @@ def test_a_campaign_killed_midway_resumes_without_repeating_stored_boots(tmp_pat
     review.review()
     db = Database(review.db_url)
     with db.session() as session:
-        run = session.scalars(sa.select(Run)).one()
+        run = session.scalars(sa.select(Run).where(Run.kind == "review")).one()
         kernels = {k: Path(next(s for s in run.steps if s.name == n).result["artifact_dir"])
                    / "bzImage" for k, n in (("A", "build-base"), ("B", "build-patched"))}
     bench = simulator(ops_per_cpu=1_000_000)
@@ -356,7 +358,9 @@ def test_a_round_of_the_automatic_pipeline_plans_runs_answers_and_sends_once(tmp
         f'[build]\nwork_dir = "{tmp_path / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
         '[[lab_hosts]]\nname = "here"\npairs_max = 4\npairs_min = 4\n\n'
         '[[suites]]\nname = "sim"\nwatched = ["mm/"]\nbenchmarks = ["reclaim-sim:ops=200000"]\n\n'
-        '[plan]\nmax_age_days = 100000\n\n[commands]\nmax_age_hours = 1000000\n')
+        '[plan]\nmax_age_days = 100000\n\n[commands]\nmax_age_hours = 1000000\n\n'
+        # The round's follow-ups: tests/runs/test_follow_up_rounds.py.
+        '[follow_ups]\nbisect = false\nalign = false\ncompare = false\nexperiment = false\n')
     settings = load_settings(config, env={})
     db = Database(db_url)
     ensure_schema(db.engine)

@@ -77,7 +77,9 @@ def test_a_run_that_cannot_be_sent_and_a_broken_reply_do_not_stop_the_round(
         '[[lab_hosts]]\nname = "here"\npairs_max = 4\npairs_min = 4\n\n'
         '[[suites]]\nname = "reclaim"\nwatched = ["mm/"]\nbenchmarks = ["reclaim-sim:ops=200000"]\n'
         '\n[[suites]]\nname = "init"\nwatched = ["init/"]\n'
-        'benchmarks = ["reclaim-sim:ops=200000"]\n\n[plan]\nmax_age_days = 100000\n')
+        'benchmarks = ["reclaim-sim:ops=200000"]\n\n[plan]\nmax_age_days = 100000\n\n'
+        # The round's follow-ups: tests/runs/test_follow_up_rounds.py.
+        '[follow_ups]\nbisect = false\nalign = false\ncompare = false\nexperiment = false\n')
     settings = load_settings(config, env={})
     # The reclaim suite's runs name a lab host that is gone (removed from the config after they
     # were planned, say): they cannot be sent.

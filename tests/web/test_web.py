@@ -400,6 +400,16 @@ def test_plots_tell_a_and_b_apart_by_colour_and_shape():
     assert len(list(spread.iter(f"{SVG}rect"))) == 1 + 2  # background and one box per kernel
 
 
+def test_plots_of_a_triples_campaign_show_the_alternative_as_a_third_kernel():
+    points = [Point(slot, "ABC"[slot % 3], 10.0 + slot % 3, False) for slot in range(9)]
+    order = ET.fromstring(run_order_svg(points, metric="ops", unit="ops/s", ident="t1"))
+    assert "3 runs of the alternative kernel C (grey squares)" in order.find(f"{SVG}desc").text
+    squares = [r for r in order.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None]
+    assert len(squares) == 3 + 1  # every run of C and the legend's marker
+    spread = ET.fromstring(distribution_svg(points, metric="ops", unit="ops/s", ident="t2"))
+    assert "C (alternative)" in [t.text for t in spread.iter(f"{SVG}text")]
+
+
 def test_the_web_settings_come_from_the_environment():
     from bot.config import load_settings
 

@@ -1,9 +1,11 @@
 """Answers to `#lorelab ...` commands: short, bottom-posted under the command line they answer.
 
-A queued request says what will run and its place in the queue; a command that was not
-understood says which part was not, and how to get help; `help` lists the commands; `stop`
-confirms what it stopped; a refused command says who may ask; a rate-limited one says when the
-next is taken. The commands module decides the outcome; this only writes it down.
+A queued request says what will run and its place in the queue (a follow-up: which question it
+answers, after which review); one asked for and done already says what it found; a command that
+was not understood says which part was not, and how to get help; `help` lists the commands;
+`stop` confirms what it stopped; a refused command says who may ask, or why it cannot be done;
+a rate-limited one says when the next is taken. The commands module decides the outcome; this
+only writes it down.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from bot.report.compose.message import ComposedReply, compose_reply
 from bot.report.compose.text import Block, Preformatted, Prose, Quote, indent
 
 KIND = kinds.COMMAND
-OUTCOMES = ("queued", "not-understood", "help", "stopped", "refused", "limited")
+OUTCOMES = ("queued", "not-understood", "help", "stopped", "refused", "limited", "done")
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class CommandAnswer:
     parent: ParentMessage  # the message that carried the command
     command: str  # the command line as written, e.g. "#lorelab test hackbench"
     outcome: str  # one of OUTCOMES
-    # queued: what will run; stopped: what was stopped; refused, limited: the whole answer
+    # queued: what will run; stopped: what was stopped; refused, limited, done: the whole answer
     detail: str = ""
     queue_position: int | None = None  # 1: next to run
     status_url: str = ""
