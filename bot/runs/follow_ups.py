@@ -160,13 +160,15 @@ def author_experiment(session: Session, settings: Settings, version: SeriesVersi
                       review: Run) -> FollowUp | None:
     """The experiment the author's own benchmark command lines (cover letter, their replies)
     call for, as the review's lab host can run them (bot.runs.experiment_plan); None when
-    they state none the lab can run."""
+    they state none the lab can run, or only benchmarks the review ran as they stated them."""
     try:
         host = find_host(settings.lab_hosts, review.runner)
     except ValueError:  # its lab host is no longer configured: nothing can run there
         return None
     experiment = planned_experiment(session, version, host)
-    if not experiment.benchmarks:
+    # Nothing the lab can run, or nothing the review did not run already as the author
+    # stated it (its reply gives those figures): no experiment.
+    if not set(experiment.benchmarks) - set(review.benchmarks or ()):
         return None
     return FollowUp("experiment", experiment.options, tuple(experiment.benchmarks))
 

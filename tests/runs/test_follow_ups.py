@@ -129,3 +129,15 @@ def test_a_review_that_found_nothing_is_followed_by_nothing_but_alternatives(db,
     assert experiment.kind == "experiment"
     assert experiment.benchmarks == ["reclaim-sim:ops=200000"]
     assert experiment.options["commands"][0]["text"].endswith("bzImage 200000")
+
+
+
+def test_no_experiment_repeats_what_the_review_ran_as_the_author_stated_it(db, tmp_path):
+    thread = Thread(db, tmp_path)
+    thread.store(thread.reply(thread.v1[0], ADA,
+                              "I measured with the simulator:\n\n"
+                              "  $ ./arch/x86/boot/bzImage 200000\n"))
+    review = finish_review(db, only_version(db), verdict="no change", change_pct=0.1,
+                           benchmarks=("reclaim-sim:ops=200000",))
+    with db.session() as session:
+        assert start_follow_ups(session, thread.settings, session.get(Run, review)) == []
