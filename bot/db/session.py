@@ -35,12 +35,13 @@ class SchemaError(RuntimeError):
     """The database's schema does not match the code; the text says what to run."""
 
 
-def _json_dumps(value: object) -> str:
+def json_text(value: object) -> str:
+    """A JSON column's value as the engines store it."""
     return orjson.dumps(value).decode()
 
 
 # Every message has five JSON columns; the stdlib encoder was a tenth of ingest time.
-_JSON = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
+_JSON = {"json_serializer": json_text, "json_deserializer": orjson.loads}
 
 
 def make_engine(url: str) -> Engine:

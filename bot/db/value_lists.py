@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.compiler import compiles
@@ -44,7 +45,10 @@ class _ValueList(sa.TypeDecorator[list[Any]]):
     def process_bind_param(self, value: list[Any] | None, dialect: sa.Dialect) -> Any:
         if dialect.name == "postgresql":
             return value
-        return json.dumps(value)
+        try:
+            return orjson.dumps(value).decode()  # a fifth of the cost of json.dumps
+        except TypeError:  # a lone surrogate, which only the stdlib writes (escaped)
+            return json.dumps(value)
 
 
 class _InValues(sa.ColumnElement[bool]):

@@ -64,6 +64,9 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
     twice = 0
     for msgid, group in by_id.items():
         hit = stored.get(msgid)
+        if hit is None and len(group) == 1:  # nearly every mail: a new id, once in the batch
+            rows[msgid] = group[0]
+            continue
         holder = content_key(hit._mapping) if hit is not None else None  # who holds the id
         for row in group:
             key = content_key(row)

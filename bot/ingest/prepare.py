@@ -1,4 +1,5 @@
-"""Turning raw mail into rows ready to store: parsing, compressing, or a quarantine record.
+"""Turning raw mail into rows ready to store: parsing, compressing, passing the storable gate
+(`bot.ingest.storable`), or a quarantine record.
 
 Pure CPU work with no database, so it runs in worker processes while the main process writes:
 a backfill of a whole archive is bound by parsing, and this machine has more than one core.
@@ -23,6 +24,7 @@ from bot.config import IngestSettings
 from bot.db.models import pack_mail
 from bot.ingest.collector import no_collection
 from bot.ingest.sources import MboxFile, MboxSlice, RawMail
+from bot.ingest.storable import clean_quarantine, make_storable
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.trailers import REVIEW_TRAILERS
 
@@ -42,7 +44,7 @@ class PreparedBatch:
 
 def quarantine_row(mail: RawMail, reason: str, keep: int | None = None) -> dict[str, Any]:
     kept = mail.data if keep is None else mail.data[:keep]
-    return {
+    row = {
         "sha256": hashlib.sha256(mail.data).hexdigest(),
         "source": mail.origin,
         "reason": reason,
@@ -50,12 +52,15 @@ def quarantine_row(mail: RawMail, reason: str, keep: int | None = None) -> dict[
         "raw_size": len(mail.data),
         "truncated": len(kept) < len(mail.data),
     }
+    clean_quarantine(row)
+    return row
 
 
 def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
-    """The `messages` columns for a parsed message (thread_id is the store's to fill in)."""
+    """The `messages` columns for a parsed message, as both databases can store them (thread_id
+    is the store's to fill in)."""
     s = parsed.subject
-    return {
+    row = {
         "msgid": parsed.msgid,
         "in_reply_to": parsed.in_reply_to,
         "references": parsed.references,
@@ -89,6 +94,8 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
         "raw": pack_mail(raw),
         "raw_size": len(raw),
     }
+    make_storable(row)  # here, in the parse workers: storing is the one process that waits
+    return row
 
 
 def has_review_trailers(row: dict[str, Any]) -> bool:
