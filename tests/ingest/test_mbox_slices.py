@@ -47,6 +47,17 @@ def test_slices_give_what_the_reader_gives(tmp_path: Path) -> None:
     ]
 
 
+def test_mboxrd_unescaping_takes_one_level_off_each_from_line_and_nothing_else(
+    tmp_path: Path
+) -> None:
+    on_disk = b">From the first line\n>>From quoted twice\nnot >From a line start\n>Fromage\n"
+    path = tmp_path / "rd.mbox"
+    path.write_bytes(FROM + b"Subject: s\n\n" + on_disk + b"\n")
+    (got,) = iter_mbox(path)
+    assert got.data == (b"Subject: s\n\nFrom the first line\n>From quoted twice\n"
+                        b"not >From a line start\n>Fromage\n")
+
+
 def test_workers_reading_slices_store_and_quarantine_the_same(tmp_path: Path) -> None:
     """SQLite only: reading is the point here; storing is tested on both databases."""
     db_url = f"sqlite:///{tmp_path / 'lorelab.db'}"
