@@ -279,7 +279,19 @@ def parse_msgid_list(value: str | None) -> list[str]:
     """All Message-IDs in a References header, in order, without duplicates."""
     if not value:
         return []
-    ids = ["".join(m.split()) for m in _ANGLE_ID.findall(value)]
-    if not ids:
-        ids = [t.strip("<>") for t in value.split() if "@" in t]
-    return list(dict.fromkeys(i for i in ids if i))
+    # The usual "<id> <id> ..." without a regex (it costs 15 ns a character): with whitespace
+    # dropped, brackets alternating from a first "<" to a last ">" enclose what _ANGLE_ID finds.
+    packed = "".join(value.split())
+    if (
+        packed[:1] == "<"
+        and packed[-1:] == ">"
+        and packed.count("<") == packed.count(">") == packed.count("><") + 1
+    ):
+        ids = packed[1:-1].split("><")
+    else:
+        ids = ["".join(m.split()) for m in _ANGLE_ID.findall(value)]
+        if not ids:
+            ids = [t.strip("<>") for t in value.split() if "@" in t]
+    unique = dict.fromkeys(ids)
+    unique.pop("", None)
+    return list(unique)
