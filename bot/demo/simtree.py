@@ -465,14 +465,16 @@ static bool inactive_is_low(struct lruvec *lruvec)
  * "changes", which is why the kernel grew CONFIG_DEBUG_FORCE_FUNCTION_ALIGN_64B
  * (earlier _32B). A userspace program does not feel this reliably enough for
  * a test, so the simulator models it, exaggerated so that a loaded machine
- * can tell: the first FETCH_HOT_BYTES of shrink_lruvec() are its hot path,
- * and each reclaim pass stalls FETCH_STALL_SPINS for every line they spill
+ * can tell (on a contended virtual machine the rest of the simulator slows
+ * down and a stall of a quarter of this one moved it by only 38%): the
+ * first FETCH_HOT_BYTES of shrink_lruvec() are its hot path, and each
+ * reclaim pass stalls FETCH_STALL_SPINS for every line they spill
  * into past the first, computed from the function's own address. Built with
  * -falign-functions=64 every function starts a line, and nothing spills.
  */
 #define FETCH_LINE\t\t64
 #define FETCH_HOT_BYTES\t\t48
-#define FETCH_STALL_SPINS\t12000
+#define FETCH_STALL_SPINS\t48000
 
 static inline void fetch_stall(const char *code)
 {
@@ -561,8 +563,9 @@ def batch_series_spec(**overrides: object) -> SeriesSpec:
 
 
 # A four-patch series whose third patch makes reclaim much slower (a busy wait per reclaimed
-# page: the simulator runs several times slower) and whose other three change only comments:
-# what a bisection (bot/runs/bisection.py) must pin on 3/4, even on a loaded machine.
+# page: the simulator runs several times slower; a wait of a quarter of this one slowed it by
+# only a half on a contended virtual machine) and whose other three change only comments: what
+# a bisection (bot/runs/bisection.py) must pin on 3/4, even on a loaded machine.
 PACED_RECLAIM: tuple[Change, ...] = (
     Change(
         path="init/main.c",
@@ -583,7 +586,7 @@ PACED_RECLAIM: tuple[Change, ...] = (
         path="mm/vmscan.c",
         old="\t\tsc->nr_reclaimed++;",
         variants=("\t\tsc->nr_reclaimed++;\n"
-                  "\t\tfor (volatile int spin = 0; spin < 100; spin++)\n"
+                  "\t\tfor (volatile int spin = 0; spin < 400; spin++)\n"
                   "\t\t\t;\t/* let the other CPUs' faults through */",),
         subject="mm/vmscan: pace reclaim behind the other CPUs' faults",
         body="Reclaim that frees folios back to back starves the faults of the other\n"

@@ -34,6 +34,7 @@ from bot.demo.threads import Change
 from bot.git import git_output
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
+from bot.report.compose.results import MetricResult
 from bot.runs.lifecycle import create_run
 from bot.runs.records import AlternativeRecord
 from bot.runs.taskqueue import send_run
@@ -152,8 +153,11 @@ def test_a_faster_alternative_in_place_of_a_patch_is_measured_and_answered(
     assert REVIEWER[1] in message["To"] and f".r{run_id}." in reply.message_id
     assert f"<{msgid}>" in message["References"]
     assert "in place of 2/2" in flat
-    figures = {key: f"{m['change_pct']:+.1f}% [{m['ci_pct'][0]:+.1f}, {m['ci_pct'][1]:+.1f}]"
-               for key, m in comparisons.items()}
+    # From the judgement as it was made: the stored `change_pct` is rounded to 3 decimals, and
+    # rounding that again to 1 can differ from the reply's rounding of the value itself.
+    judged = {key: MetricResult.from_dict(m).comparison for key, m in comparisons.items()}
+    figures = {key: f"{c.change_pct:+.1f}% [{c.ci_low_pct:+.1f}, {c.ci_high_pct:+.1f}]"
+               for key, c in judged.items()}
     assert (f"base -> series {figures['AB']}; base -> alternative {figures['AC']}; "
             f"alternative vs series {figures['BC']}, {clause}") in flat
     assert f"Result, the alternative against the series: {alternative['verdict']}." in flat
