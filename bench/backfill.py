@@ -144,11 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         seconds, cpu, summary = run_backfill(archive, workdir)
         rounds.append((bare_wall, bare_cpu, seconds, cpu))
     stored = summary["read"] + summary["removals"] + summary["skipped"]
-
-    def median(values: list[float]) -> float:
-        return statistics.median(values)
-
-    bare_wall, bare_cpu, seconds, cpu = (median([r[i] for r in rounds]) for i in range(4))
+    bare_wall, bare_cpu, seconds, cpu = (statistics.median(r[i] for r in rounds)
+                                         for i in range(4))
     report = {
         "messages_generated": args.messages,
         "epochs": len(epochs_of(archive)),
@@ -173,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     report["rounds"] = [{"wall_ratio": round(bw / s * stored / blobs, 3),
                          "cpu_ratio": round(bc / c * stored / blobs, 3)}
                         for bw, bc, s, c in rounds]
-    report["ratio"] = median([r["wall_ratio"] for r in report["rounds"]])
-    report["cpu_ratio"] = median([r["cpu_ratio"] for r in report["rounds"]])
+    report["ratio"] = statistics.median(r["wall_ratio"] for r in report["rounds"])
+    report["cpu_ratio"] = statistics.median(r["cpu_ratio"] for r in report["rounds"])
     report["io_ratio"] = round(report["end_to_end"]["messages_per_second"]
                                / report["io_limit"]["messages_per_second"], 4)
     report["target_met"] = report["cpu_ratio"] >= RATIO_TARGET
