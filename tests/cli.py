@@ -29,6 +29,9 @@ class Lorelab:
             "XDG_CONFIG_HOME": str(home / "config"),
             "XDG_DATA_HOME": str(home / "data"),
             "LORELAB_DATABASE_URL": database_url,
+            # A delivery would leave an agent behind (bot/cli/agent_start.py), living past the
+            # test; tests of that agent turn it back on.
+            "LORELAB_INGEST_DELIVERY_AGENT_IDLE": "0",
             "COLUMNS": "160",
         }
 

@@ -8,11 +8,14 @@ anything else (`--help`, a typo) goes on to the full command line, which says wh
 Exit statuses are those of `lorelab ingest stdin --help`: 0 stored (or quarantined), 75 when
 the mail server should try again.
 
-Cheaper still: with `LORELAB_DELIVER_SOCKET=PATH` in its environment, a delivery hands the mail
-to the `lorelab deliver` agent listening there (LMTP, `bot.ingest.lmtp`) and imports nothing of
-storing at all; it stores the mail itself only when no agent answers. `lorelab deliver` is the
-agent: it runs until stopped (SIGTERM or Ctrl-C: exit 0), and exits 75 when the database cannot
-be opened at start, 78 when the settings cannot be used, 1 when the socket path is taken.
+Cheaper still: a delivery hands the mail to a `lorelab deliver` agent (LMTP, `bot.ingest.lmtp`)
+when one answers, and then imports nothing of storing at all: the agent named by
+`LORELAB_DELIVER_SOCKET=PATH` (the administrator runs it), else the one an earlier delivery left
+behind (`bot.cli.agent_start`). When none answers, it stores the mail itself and, unless the
+administrator runs the agent, starts one for the mail after it. `lorelab deliver` is the agent:
+it runs until stopped (SIGTERM or Ctrl-C: exit 0) or, with `--idle`, until that many seconds
+pass without mail; it exits 75 when the database cannot be opened at start, 78 when the
+settings cannot be used, 1 when the socket path is taken.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ if TYPE_CHECKING:
     from bot.ingest.sources import RawMail
 
 EX_TEMPFAIL = 75  # sysexits.h: the mail server keeps the message and tries again later
-HANDOVER_SOCKET = "LORELAB_DELIVER_SOCKET"  # where a `lorelab deliver` agent may listen
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,21 @@ def parse_delivery(args: list[str]) -> Delivery | None:
 
 def deliver(delivery: Delivery) -> int:
     """Store one mail from standard input; the exit status."""
+    from bot.cli.agent_start import EXPLICIT_SOCKET, agent_socket, start_agent
     from bot.ingest.sources import read_stdin
 
     mail = read_stdin(sys.stdin.buffer)
-    agent = os.environ.get(HANDOVER_SOCKET)
+    explicit = os.environ.get(EXPLICIT_SOCKET)
+    left_behind = None if explicit else agent_socket(delivery.config)
+    agent = explicit or (str(left_behind) if left_behind else None)
     if agent and not delivery.as_json:
         handed = hand_over(agent, mail.data, delivery.list_name)
         if handed is not None:
             return handed
-    return _store_here(delivery, mail)
+    status, idle = _store_here(delivery, mail)
+    if status == 0 and left_behind and idle:
+        start_agent(left_behind, delivery.config, idle)
+    return status
 
 
 def hand_over(path: str, message: bytes, list_name: str | None = None) -> int | None:
@@ -134,7 +142,9 @@ def hand_over(path: str, message: bytes, list_name: str | None = None) -> int | 
     return EX_TEMPFAIL
 
 
-def _store_here(delivery: Delivery, mail: RawMail) -> int:
+def _store_here(delivery: Delivery, mail: RawMail) -> tuple[int, int]:
+    """Store `mail` in this process: the exit status, and how long an agent started now
+    should wait for the next mail (`[ingest] delivery_agent_idle`; 0 for none)."""
     import sqlalchemy as sa
 
     from bot.config import ConfigError, load_settings
@@ -154,16 +164,16 @@ def _store_here(delivery: Delivery, mail: RawMail) -> int:
             db.dispose()
     except (ConfigError, SchemaError) as exc:
         print(f"lorelab: {exc}", file=sys.stderr)
-        return EX_TEMPFAIL
+        return EX_TEMPFAIL, 0
     except sa.exc.OperationalError as exc:
         print(f"lorelab: database unavailable, try again later: {exc.orig}", file=sys.stderr)
-        return EX_TEMPFAIL
+        return EX_TEMPFAIL, 0
     if delivery.as_json:
         json.dump(summary.to_dict(), sys.stdout, indent=2, ensure_ascii=False, default=str)
         sys.stdout.write("\n")
     else:
         print("\n".join(summary.describe()), file=sys.stderr)
-    return 0
+    return 0, cfg.ingest.delivery_agent_idle
 
 
 def register(app: typer.Typer) -> None:
@@ -182,19 +192,26 @@ def register(app: typer.Typer) -> None:
             30.0, "--db-wait",
             help="Seconds a mail waits for a locked SQLite database before the answer is 451.",
         ),
+        idle: int = typer.Option(
+            0, "--idle", min=0,
+            help="Exit after this many seconds without mail (0: run until stopped).",
+        ),
     ) -> None:
         """Run the delivery agent: LMTP on a Unix socket, for Postfix and Exim.
 
         Each mail is stored before the 250 reply to its DATA; 451 (try again later) when the
-        database cannot take it now. Runs until stopped (SIGTERM, Ctrl-C: exit 0); exits 75
-        when the database cannot be opened at start, 78 when the settings cannot be used, 1
-        when another agent listens on the socket or the path is not a socket.
+        database cannot take it now. Runs until stopped (SIGTERM, Ctrl-C: exit 0) or idle for
+        --idle seconds (exit 0); exits 75 when the database cannot be opened at start, 78 when
+        the settings cannot be used, 1 when another agent listens on the socket or the path
+        is not a socket. `lorelab ingest stdin` starts one itself for the mail after it
+        (`[ingest] delivery_agent_idle`), unless LORELAB_DELIVER_SOCKET names yours.
         """
-        raise typer.Exit(serve_agent(socket_path, list_name, db_wait))
+        raise typer.Exit(serve_agent(socket_path, list_name, db_wait, idle))
 
 
-def serve_agent(path: Path, list_name: str | None, db_wait: float) -> int:
-    """Listen on `path` until SIGTERM or Ctrl-C; the exit status."""
+def serve_agent(path: Path, list_name: str | None, db_wait: float, idle: int = 0) -> int:
+    """Listen on `path` until SIGTERM, Ctrl-C or `idle` seconds without mail (0: no limit);
+    the exit status."""
     import signal
 
     import sqlalchemy as sa
@@ -219,7 +236,10 @@ def serve_agent(path: Path, list_name: str | None, db_wait: float) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"lorelab: delivering by LMTP on {path}", file=sys.stderr, flush=True)
+    until = f", until {idle} s pass without mail" if idle else ""
+    print(f"lorelab: delivering by LMTP on {path}{until}", file=sys.stderr, flush=True)
+    if idle:
+        server.stop_when_idle(idle)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -227,7 +247,6 @@ def serve_agent(path: Path, list_name: str | None, db_wait: float) -> int:
     finally:
         with server.lock:  # the mail being stored, if any, is stored (and answered) first
             server.server_close()
-            path.unlink(missing_ok=True)
             db.dispose()
     return 0
 

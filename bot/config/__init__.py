@@ -21,7 +21,7 @@ from typing import Any
 from bot.config.build import BuildSettings, CelerySettings
 from bot.config.checks import problems
 from bot.config.lab_hosts import LabHostSettings
-from bot.config.paths import APP_NAME, data_dir, default_config_path
+from bot.paths import APP_NAME, data_dir, default_config_path
 from bot.config.report import ReportSettings
 from bot.config.sections import (
     CommandSettings,

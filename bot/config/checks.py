@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config.paths import data_dir
+from bot.paths import data_dir
 from bot.config.sections import archive_url_problem
 
 if TYPE_CHECKING:
@@ -78,6 +78,7 @@ def _counts(settings: Settings) -> tuple[tuple[str, int, int], ...]:
     return (("[ingest] batch_size", settings.ingest.batch_size, 1),
             ("[ingest] max_message_bytes", settings.ingest.max_message_bytes, 1),
             ("[ingest] parse_workers", settings.ingest.parse_workers, 0),
+            ("[ingest] delivery_agent_idle", settings.ingest.delivery_agent_idle, 0),
             ("[follow_ups] bisect_boots", settings.follow_ups.bisect_boots, 4))
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bot.config.paths import data_dir
+from bot.paths import data_dir
 
 SOURCE_KINDS = ("lore", "pi-git")
 
@@ -44,6 +44,9 @@ class IngestSettings:
     parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     # Where `lorelab review MSGID` fetches the thread of a message not stored here (empty: none).
     lore_url: str = "https://lore.kernel.org/all"
+    # Seconds the agent `ingest stdin` starts for the deliveries after it waits for the next
+    # mail before it exits (bot/cli/agent_start.py); 0: every delivery stores its own mail.
+    delivery_agent_idle: int = 600
 
 
 @dataclass

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 import migrations
-from bot.config.paths import data_dir
+from bot.paths import data_dir
 
 if TYPE_CHECKING:
     from alembic.config import Config

@@ -8,20 +8,25 @@ that the database could not take it now, so the mail server keeps it and tries a
 answers DATA once per accepted recipient; every recipient gets the same answer, since a mail is
 stored once, whoever it was for.
 
-`Session` is the protocol, as a pure state machine over lines; `serve` is the socket around it.
-Messages are stored one at a time (a lock around `ingest`): SQLite takes one writer, and a
-delivery is milliseconds, far less than a mail server's LMTP timeouts.
+`Session` is the protocol, as a pure state machine over lines; `AgentServer` is the socket
+around it. Messages are stored one at a time (a lock around `ingest`): SQLite takes one writer,
+and a delivery is milliseconds, far less than a mail server's LMTP timeouts. One agent per
+socket: it holds a lock on `SOCKET.lock` (holding its process id) while it lives, so two agents
+started at once cannot both take the socket.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import socket
 import socketserver
 import stat
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,9 +151,13 @@ def _one_line(text: str) -> str:
 
 
 class _Handler(socketserver.StreamRequestHandler):
-    server: _Server
+    server: AgentServer
 
     def handle(self) -> None:
+        with self.server.connected():
+            self._converse()
+
+    def _converse(self) -> None:
         session = Session(self.server.store_one, hostname=self.server.hostname)
         self.wfile.write(session.banner())
         while not session.closed:
@@ -161,32 +170,81 @@ class _Handler(socketserver.StreamRequestHandler):
                 self.wfile.flush()
 
 
-class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class AgentServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, path: Path, store: Store) -> None:
+    def __init__(self, path: Path, store: Store, claim: int) -> None:
         self.lock = threading.Lock()
         self.store = store
         self.hostname = socket.gethostname()
+        self.claim = claim  # the locked SOCKET.lock: this agent's until it closes
+        self._clients = 0
+        self._quiet_since = time.monotonic()
+        self._count_lock = threading.Lock()
         super().__init__(str(path), _Handler)
 
     def store_one(self, message: bytes, recipients: list[str]) -> str:
         with self.lock:
             return self.store(message, recipients)
 
+    @contextlib.contextmanager
+    def connected(self) -> Iterator[None]:
+        """Counts a client in while it is connected, for `stop_when_idle`."""
+        with self._count_lock:
+            self._clients += 1
+        try:
+            yield
+        finally:
+            with self._count_lock:
+                self._clients -= 1
+                self._quiet_since = time.monotonic()
 
-def listen(path: Path, store: Store) -> socketserver.UnixStreamServer:
+    def stop_when_idle(self, seconds: float) -> None:
+        """Make `serve_forever` return once no client has been connected for `seconds`."""
+
+        def watch() -> None:
+            while True:
+                with self._count_lock:
+                    left = seconds - (time.monotonic() - self._quiet_since)
+                    if self._clients == 0 and left <= 0:
+                        break
+                time.sleep(min(max(left, 0.05), 5.0))
+            self.shutdown()
+
+        threading.Thread(target=watch, name="idle-watch", daemon=True).start()
+
+    def server_close(self) -> None:
+        """Stop listening and remove the socket, before the lock goes: once it is released,
+        the next agent may already be listening on a socket of the same name."""
+        Path(self.server_address).unlink(missing_ok=True)
+        super().server_close()
+        os.close(self.claim)
+
+
+def listen(path: Path, store: Store) -> AgentServer:
     """A server on the Unix socket `path` (a stale socket file there is replaced; anything
     else there is an error), readable and writable by the owner and group only."""
-    if path.exists() or path.is_symlink():
-        if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise FileExistsError(f"{path} exists and is not a socket: choose another --socket")
-        if _answers(path):
-            raise FileExistsError(f"a delivery agent already listens on {path}")
-        path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
-    server = _Server(path, store)
+    claim = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(claim, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FileExistsError(f"a delivery agent already listens on {path}") from None
+        if path.exists() or path.is_symlink():
+            if not stat.S_ISSOCK(path.lstat().st_mode):
+                raise FileExistsError(
+                    f"{path} exists and is not a socket: choose another --socket")
+            if _answers(path):  # an agent of an older lorelab, which took no lock
+                raise FileExistsError(f"a delivery agent already listens on {path}")
+            path.unlink()
+        server = AgentServer(path, store, claim)
+    except BaseException:
+        os.close(claim)
+        raise
     os.chmod(path, 0o660)
+    os.ftruncate(claim, 0)
+    os.write(claim, f"{os.getpid()}\n".encode())
     return server
 
 
