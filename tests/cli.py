@@ -18,6 +18,17 @@ from typing import Any
 
 from tests.support import inprocess
 
+# `python -c SHOW_MODULES ARGS`: `lorelab ARGS`, and then its exit status and every module it
+# imported, as JSON, on the last line of stderr.
+SHOW_MODULES = (
+    "import sys, json\n"
+    "from bot.cli import main\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit as exc:\n"
+    "    print(json.dumps([exc.code, sorted(sys.modules)]), file=sys.stderr)\n"
+)
+
 
 class Lorelab:
     """`lorelab` with its own config and data directories and a given database."""

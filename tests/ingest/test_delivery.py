@@ -12,19 +12,11 @@ from pathlib import Path
 
 from bot.cli.delivery import Delivery, parse_delivery
 from bot.demo.threads import SeriesSpec, make_series, make_tree
-from tests.cli import Lorelab
+from tests.cli import SHOW_MODULES, Lorelab
 
 # What a delivery must not pay for: the command line, its output, numbers and statistics.
 NOT_FOR_STORING = ("typer", "click", "rich", "numpy", "scipy", "pydantic", "bot.cli.claims",
                    "bot.analysis", "bot.runs", "alembic")
-SHOW_MODULES = (
-    "import sys, json\n"
-    "from bot.cli import main\n"
-    "try:\n"
-    "    main()\n"
-    "except SystemExit as exc:\n"
-    "    print(json.dumps([exc.code, sorted(sys.modules)]), file=sys.stderr)\n"
-)
 
 
 def test_a_delivery_stores_the_mail_without_importing_the_command_line(tmp_path: Path) -> None:

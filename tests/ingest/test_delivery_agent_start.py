@@ -14,23 +14,14 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.demo.threads import SeriesSpec, make_series, make_tree
-from tests.cli import Lorelab
-
-SHOW_MODULES = (
-    "import sys, json\n"
-    "from bot.cli import main\n"
-    "try:\n"
-    "    main()\n"
-    "except SystemExit as exc:\n"
-    "    print(json.dumps([exc.code, sorted(sys.modules)]), file=sys.stderr)\n"
-)
+from tests.cli import SHOW_MODULES, Lorelab
+from tests.support.waiting import wait_for
 
 
 @pytest.fixture
@@ -41,7 +32,7 @@ def runtime() -> Iterator[Path]:
         yield Path(tmp)
         for pid in _agents_in(Path(tmp)):  # listening, or still starting
             os.kill(pid, signal.SIGTERM)
-            _wait_for(lambda pid=pid: not _alive(pid), what="the agent to stop")
+            wait_for(lambda pid=pid: not _alive(pid), what="the agent to stop")
 
 
 def _agents_in(runtime: Path) -> list[int]:
@@ -64,14 +55,6 @@ def _alive(pid: int) -> bool:
         return False
     # A zombie (exited, not yet reaped by init) counts as gone.
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_for(condition, what: str, limit: float = 120.0) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -126,7 +109,7 @@ def test_the_first_delivery_starts_an_agent_that_takes_the_next_ones(
 ) -> None:
     said, modules = deliver(lorelab, mails[0], idle="600")
     assert stores_itself(modules) and "stored 1" in said
-    _wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
+    wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
     directory = runtime / "lorelab"
     assert directory.stat().st_mode & 0o777 == 0o700
     for mail in mails[1:]:
@@ -144,14 +127,14 @@ def test_the_agent_exits_when_idle_and_the_next_delivery_starts_another(
     lorelab: Lorelab, runtime: Path, mails: list[bytes]
 ) -> None:
     deliver(lorelab, mails[0], idle="1")
-    _wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
+    wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
     first = agent_pid(runtime)
     assert first is not None
-    _wait_for(lambda: not _alive(first), what="the idle agent to exit")
+    wait_for(lambda: not _alive(first), what="the idle agent to exit")
     assert not list((runtime / "lorelab").glob("*.sock"))  # it removed its socket
     _, modules = deliver(lorelab, mails[1], idle="600")
     assert stores_itself(modules)  # nobody answered: stored here, and a new agent started
-    _wait_for(lambda: agent_pid(runtime) not in (None, first), what="a new agent")
+    wait_for(lambda: agent_pid(runtime) not in (None, first), what="a new agent")
     _, modules = deliver(lorelab, mails[2], idle="600")
     assert not stores_itself(modules)
     assert stored(lorelab) == 3
@@ -176,12 +159,12 @@ def test_other_settings_get_another_agent(lorelab: Lorelab, runtime: Path, tmp_p
     """An agent stores with the settings it started with: a delivery with other settings
     (another database here) must not hand its mail to it."""
     deliver(lorelab, mails[0], idle="600")
-    _wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
+    wait_for(lambda: agent_pid(runtime) is not None, what="the agent to listen")
     other = Lorelab(tmp_path / "other", f"sqlite:///{tmp_path / 'other.db'}")
     other.env["XDG_RUNTIME_DIR"] = str(runtime)
     other.run("db", "upgrade")
     _, modules = deliver(other, mails[1], idle="600")
     assert stores_itself(modules)
-    _wait_for(lambda: len(_agents_in(runtime)) == 2, what="an agent for the other settings")
+    wait_for(lambda: len(_agents_in(runtime)) == 2, what="an agent for the other settings")
     assert stored(other) == 1
     assert stored(lorelab) == 1

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from bot.db.models import MailingList, Message, MessageList
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series, make_tree
-from tests.cli import Lorelab
+from tests.cli import SHOW_MODULES, Lorelab
 from tests.series.mailing import msgs_id
 from tests.support import private_servers
 
@@ -164,14 +164,6 @@ def test_stopping_and_a_second_agent(lorelab: Lorelab, agent: Agent, tmp_path: P
     assert not agent.socket.exists()
 
 
-SHOW_MODULES = (
-    "import sys, json\n"
-    "from bot.cli import main\n"
-    "try:\n"
-    "    main()\n"
-    "except SystemExit as exc:\n"
-    "    print(json.dumps([exc.code, sorted(sys.modules)]), file=sys.stderr)\n"
-)
 
 
 def test_ingest_stdin_hands_the_mail_to_the_agent(lorelab: Lorelab, tmp_path: Path,

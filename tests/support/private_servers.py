@@ -13,10 +13,10 @@ import pwd
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from tests.support.smtp import free_port
+from tests.support.waiting import wait_for
 
 
 def _postgres_bin(name: str) -> str | None:
@@ -50,14 +50,6 @@ def _as_owner(argv: list[str]) -> list[str]:
     except KeyError:
         uid = gid = 65534
     return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", *argv]
-
-
-def _wait(condition, what: str, limit: float = 60) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what} did not happen within {limit:.0f} s")
-        time.sleep(0.1)
 
 
 class PrivatePostgres:
@@ -95,7 +87,7 @@ class PrivatePostgres:
                        "-c", "unix_socket_directories=", "-c", "fsync=off"]),
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait(self._answers, f"PostgreSQL on port {self.port} answering")
+        wait_for(self._answers, f"PostgreSQL on port {self.port} answering")
 
     def create_database(self, name: str) -> str:
         import psycopg
@@ -152,7 +144,7 @@ class PrivateRedis:
              str(self.root), "--appendonly", "yes", "--save", "", "--daemonize", "no"],
             stdout=log, stderr=subprocess.STDOUT)
         log.close()
-        _wait(self._answers, f"Redis on port {self.port} answering")
+        wait_for(self._answers, f"Redis on port {self.port} answering")
 
     def kill(self) -> None:
         if self.proc is not None:
