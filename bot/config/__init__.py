@@ -21,7 +21,6 @@ from typing import Any
 from bot.config.build import BuildSettings, CelerySettings
 from bot.config.checks import problems
 from bot.config.lab_hosts import LabHostSettings
-from bot.paths import APP_NAME, data_dir, default_config_path
 from bot.config.report import ReportSettings
 from bot.config.sections import (
     CommandSettings,
@@ -35,6 +34,7 @@ from bot.config.sections import (
     TreeSettings,
     WebSettings,
 )
+from bot.paths import APP_NAME, data_dir, default_config_path
 
 __all__ = [
     "APP_NAME", "BuildSettings", "CelerySettings", "CommandSettings", "ConfigError",

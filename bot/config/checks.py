@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.paths import data_dir
 from bot.config.sections import archive_url_problem
+from bot.paths import data_dir
 
 if TYPE_CHECKING:
     from bot.config import Settings
