@@ -22,10 +22,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param
 
 KEY_COLUMNS = ("from_email", "subject", "date", "patch_fingerprint", "trailers")
 COPY_DOMAIN = "copy.lorelab.invalid"
+# Built once: the lists they look up are their parameters.
+_STORED = sa.select(
+    Message.msgid, Message.id, *[getattr(Message, c) for c in KEY_COLUMNS]
+).where(in_param(Message.msgid, "msgids"))
+_IDS = sa.select(Message.msgid, Message.id).where(in_param(Message.msgid, "msgids"))
 
 
 def content_key(values: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -54,10 +59,8 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
     for row in messages:
         row.setdefault("claimed_msgid", None)
         by_id.setdefault(row["msgid"], []).append(row)
-    columns = [getattr(Message, c) for c in KEY_COLUMNS]
-    stored = {hit.msgid: hit for hit in session.execute(
-        sa.select(Message.msgid, Message.id, *columns).where(in_values(Message.msgid, by_id))
-    )}
+    conn = session.connection()
+    stored = {hit.msgid: hit for hit in conn.execute(_STORED, {"msgids": list(by_id)})}
     rows: dict[str, dict[str, Any]] = {}
     existing: dict[str, int] = {}
     copies: list[str] = []
@@ -87,9 +90,7 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
                     rows[row["msgid"]] = row
                     copies.append(row["msgid"])
     if copies:  # a copy stored before is a duplicate like any other
-        existing.update((msgid, id_) for msgid, id_ in session.execute(
-            sa.select(Message.msgid, Message.id).where(in_values(Message.msgid, copies))
-        ))
+        existing.update((msgid, id_) for msgid, id_ in conn.execute(_IDS, {"msgids": copies}))
     return rows, existing, twice
 
 

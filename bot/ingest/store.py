@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -35,7 +36,7 @@ from bot.db.models import (
     utcnow,
 )
 from bot.db.session import Database, json_text
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param, in_values, insert_tuples
 from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.copies import sort_out, threads_of_claimed
 from bot.ingest.prepare import PreparedBatch, has_review_trailers, prepared_batches
@@ -165,21 +166,19 @@ def _insert_messages(session: Session, rows: list[dict[str, Any]]) -> None:
 
 @dataclass(frozen=True)
 class _MessageInsert:
-    """An INSERT (SQLite) or COPY (PostgreSQL) of every message column but id, with each
-    column's own bind processor."""
+    """An INSERT (SQLite) or COPY (PostgreSQL) of every message column but id, each value
+    through its column's bind processor (`_bind_processor`)."""
 
     sql: str
     copy: bool
-    columns: list[tuple[str, Any]]  # key, bind processor (None: sent as it is)
+    values: Callable[[dict[str, Any], Any], tuple[Any, ...]]  # (row, ingested_at) -> values
     keys: frozenset[str]  # what a row must hold: the columns but `ingested_at`
     stamp: Any  # the bind processor of `ingested_at`, the last column, filled in here
 
     def execute(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         ingested_at = self.stamp(utcnow())  # the column's default, once per batch (one commit)
-        values = [
-            (*[r[k] if proc is None else proc(r[k]) for k, proc in self.columns], ingested_at)
-            for r in rows
-        ]
+        to_values = self.values
+        values = [to_values(r, ingested_at) for r in rows]
         if not self.copy:
             conn.exec_driver_sql(self.sql, values)
             return
@@ -202,17 +201,38 @@ def _message_insert(dialect: Dialect) -> _MessageInsert | None:
         sql=(f"COPY {table.name} ({names}) FROM STDIN" if copy
              else f"INSERT INTO {table.name} ({names}) VALUES ({marks})"),
         copy=copy,
-        columns=[(k, _bind_processor(table.c[k], dialect)) for k in keys],
+        values=_values_function(keys, [_bind_processor(table.c[k], dialect) for k in keys]),
         keys=frozenset(keys),
         stamp=table.c.ingested_at.type._cached_bind_processor(dialect),
     )
 
 
+def _values_function(
+    keys: list[str], processors: list[Callable[[Any], Any] | None]
+) -> Callable[[dict[str, Any], Any], tuple[Any, ...]]:
+    """`(row, last) -> (row[key] for each of keys, through its processor if any; last)`: the
+    keys read at once, and only the few columns with a processor converted."""
+    read = operator.itemgetter(*keys)
+    convert = [(i, proc) for i, proc in enumerate(processors) if proc is not None]
+
+    def values(row: dict[str, Any], last: Any) -> tuple[Any, ...]:
+        out = [*read(row), last]
+        for i, proc in convert:
+            out[i] = proc(out[i])
+        return tuple(out)  # exec_driver_sql takes tuples (or dicts) only
+
+    return values
+
+
 def _bind_processor(column: sa.Column[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
     """How a column's value goes to the driver: JSON straight through the engines' serializer
-    (SQLAlchemy's wrapper around it cost a tenth of the insert), the rest as the type says."""
+    (SQLAlchemy's wrapper around it cost a tenth of the insert); a bool as it is (`message_row`
+    makes them bools, which SQLite stores as the 1 or 0 the processor would make and psycopg
+    as the boolean: the processor only checked that it is one); the rest as the type says."""
     if isinstance(column.type, sa.JSON):
         return json_text
+    if isinstance(column.type, sa.Boolean):
+        return None
     return column.type._cached_bind_processor(dialect)
 
 
@@ -281,6 +301,13 @@ def _refused(part: PreparedBatch, exc: BaseException) -> PreparedBatch:
     }])
 
 
+# Built once: the lists they look up are their parameters.
+_MESSAGE_IDS = sa.select(Message.msgid, Message.id).where(in_param(Message.msgid, "msgids"))
+_LINKS = sa.select(MessageList.message_id, MessageList.list_id).where(
+    in_param(MessageList.message_id, "messages")
+)
+
+
 def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> IngestSummary:
     summary = IngestSummary(read=batch.read)
     if batch.quarantine:
@@ -307,9 +334,8 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         for row in new:
             row["thread_id"] = threads.thread_of[row["msgid"]]
         _insert_messages(session, new)
-        id_of = dict(session.execute(
-            sa.select(Message.msgid, Message.id)
-            .where(in_values(Message.msgid, [r["msgid"] for r in new]))
+        id_of = dict(session.connection().execute(
+            _MESSAGE_IDS, {"msgids": [r["msgid"] for r in new]}
         ).all())  # fmt: skip
         ids = [id_of[row["msgid"]] for row in new]
         for row, message_id in zip(new, ids, strict=True):
@@ -328,11 +354,9 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         summary.series_updated = assembled.series_updated
 
     if links:
-        known = set(session.execute(
-            sa.select(MessageList.message_id, MessageList.list_id)
-            .where(in_values(MessageList.message_id, {m for m, _ in links}))
+        conn = session.connection()
+        known = set(conn.execute(
+            _LINKS, {"messages": list({m for m, _ in links})}
         ).all())  # fmt: skip
-        fresh_links = [{"message_id": m, "list_id": li} for m, li in links - known]
-        if fresh_links:
-            session.execute(sa.insert(MessageList.__table__), fresh_links)
+        insert_tuples(conn, MessageList.__table__, ("message_id", "list_id"), list(links - known))
     return summary

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param
 from bot.series import records
 from bot.series.grouping import Posting, group_postings
 from bot.series.parts import thread_message
@@ -36,6 +36,52 @@ _POSTING_COLUMNS = (
 )  # fmt: skip
 
 
+# The statements a batch sends, built once: the lists they look up are their parameters.
+_POSTING_PARTS = sa.select(*_POSTING_COLUMNS).where(
+    in_param(Message.thread_id, "threads"), Message.kind.in_(("cover", "patch"))
+)
+_PATCH_PLACES = sa.select(Patch.message_id, Patch.series_version_id).where(
+    in_param(Patch.message_id, "messages")
+)
+_COVER_PLACES = sa.select(SeriesVersion.cover_message_id, SeriesVersion.id).where(
+    in_param(SeriesVersion.cover_message_id, "messages")
+)
+_VERSIONS_BY_ANCHOR = sa.select(*records.VERSION_COLUMNS).where(
+    in_param(SeriesVersion.anchor_msgid, "anchors")
+)
+_VERSIONS_BY_ID = sa.select(*records.VERSION_COLUMNS).where(in_param(SeriesVersion.id, "ids"))
+_SERIES_BY_CHANGE = sa.select(Series.change_id, Series.id).where(
+    in_param(Series.change_id, "changes")
+)
+_SERIES_BY_TITLE = (
+    sa.select(Series.title_key, Series.author_email, Series.id)
+    .where(in_param(Series.title_key, "titles"))
+    .order_by(Series.updated_at.desc())
+)
+_PATCHES_OF_VERSIONS = sa.select(Patch.series_version_id, Patch.index, Patch.message_id).where(
+    in_param(Patch.series_version_id, "versions")
+)
+# (message-id, series) of the messages that postings reply to, where those are a version's
+# patch or cover letter. Two lookups, not one join on an OR: the OR made the planner scan
+# every version.
+_SERIES_OF_PARENTS = (
+    sa.select(Message.msgid, SeriesVersion.series_id)
+    .join(Patch, Patch.message_id == Message.id)
+    .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
+    .where(in_param(Message.msgid, "parents")),
+    sa.select(Message.msgid, SeriesVersion.series_id)
+    .join(SeriesVersion, SeriesVersion.cover_message_id == Message.id)
+    .where(in_param(Message.msgid, "parents")),
+)
+_SERIES_BY_ID = sa.select(
+    *records.SERIES_COLUMNS,
+    sa.select(sa.func.count()).where(SeriesVersion.series_id == Series.id).scalar_subquery(),
+).where(in_param(Series.id, "ids"))
+_VERSIONS_OF_THREADS = sa.select(SeriesVersion.id).where(
+    in_param(SeriesVersion.thread_id, "threads")
+)
+
+
 @dataclass
 class AssemblyResult:
     series_created: int = 0
@@ -45,10 +91,7 @@ class AssemblyResult:
 def _posting_parts(conn: sa.Connection, thread_ids: Iterable[int]) -> dict[int, list[Any]]:
     """Cover letters and patches of the threads, as rows, by thread."""
     out: dict[int, list[Any]] = defaultdict(list)
-    query = sa.select(*_POSTING_COLUMNS).where(
-        in_values(Message.thread_id, set(thread_ids)), Message.kind.in_(("cover", "patch"))
-    )
-    for row in conn.execute(query):
+    for row in conn.execute(_POSTING_PARTS, {"threads": list(set(thread_ids))}):
         out[row.thread_id].append(row)
     return out
 
@@ -69,33 +112,25 @@ class _Known:
         self.claimed: set[VersionRecord] = set()  # versions a posting of this run continues
         member_ids = [rows[m].id for p in postings for m in p.members]
         # Where the postings' messages are now: patches (and copies no posting takes) and covers.
-        self.version_of_message: dict[int, int] = dict(conn.execute(
-            sa.select(Patch.message_id, Patch.series_version_id)
-            .where(in_values(Patch.message_id, member_ids + not_taken))
-        ).all())  # fmt: skip
-        self.version_of_message.update(conn.execute(
-            sa.select(SeriesVersion.cover_message_id, SeriesVersion.id)
-            .where(in_values(SeriesVersion.cover_message_id, member_ids))
-        ).all())  # fmt: skip
-        version_rows = list(conn.execute(
-            sa.select(*records.VERSION_COLUMNS)
-            .where(in_values(SeriesVersion.anchor_msgid, {p.anchor for p in postings}))
-        ))  # fmt: skip
+        self.version_of_message: dict[int, int] = dict(
+            conn.execute(_PATCH_PLACES, {"messages": member_ids + not_taken}).all()
+        )
+        self.version_of_message.update(
+            conn.execute(_COVER_PLACES, {"messages": member_ids}).all()
+        )
+        version_rows = list(
+            conn.execute(_VERSIONS_BY_ANCHOR, {"anchors": list({p.anchor for p in postings})})
+        )
         more = set(self.version_of_message.values()) - {r.id for r in version_rows}
         if more:
-            version_rows += conn.execute(
-                sa.select(*records.VERSION_COLUMNS).where(in_values(SeriesVersion.id, more))
-            ).all()
+            version_rows += conn.execute(_VERSIONS_BY_ID, {"ids": list(more)}).all()
         carriers = [rows[p.cover or p.patches[min(p.patches)]] for p in postings]
         by_change = conn.execute(
-            sa.select(Series.change_id, Series.id)
-            .where(in_values(Series.change_id, {c.change_id for c in carriers if c.change_id}))
-        ).all()  # fmt: skip
+            _SERIES_BY_CHANGE, {"changes": list({c.change_id for c in carriers if c.change_id})}
+        ).all()
         by_title = conn.execute(
-            sa.select(Series.title_key, Series.author_email, Series.id)
-            .where(in_values(Series.title_key, {title_key(p.title) for p in postings}))
-            .order_by(Series.updated_at.desc())
-        ).all()  # fmt: skip
+            _SERIES_BY_TITLE, {"titles": list({title_key(p.title) for p in postings})}
+        ).all()
         by_parent = self._series_of_parents(conn, carriers)
         self.series = self._read_series(conn, {r.series_id for r in version_rows}
                                         | {r[-1] for r in [*by_change, *by_title, *by_parent]})
@@ -108,9 +143,8 @@ class _Known:
         self.series_by_parent = {msgid: self.series[s] for msgid, s in by_parent}
         patches: dict[int, dict[int, int]] = defaultdict(dict)
         for version_id, index, message_id in conn.execute(
-            sa.select(Patch.series_version_id, Patch.index, Patch.message_id)
-            .where(in_values(Patch.series_version_id, {r.id for r in version_rows}))
-        ):  # fmt: skip
+            _PATCHES_OF_VERSIONS, {"versions": list({r.id for r in version_rows})}
+        ):
             patches[version_id][index] = message_id
         self.versions = {
             r.id: records.version_record(r._mapping, self.series[r.series_id], patches[r.id])
@@ -123,29 +157,17 @@ class _Known:
     @staticmethod
     def _series_of_parents(conn: sa.Connection, carriers: list[Any]) -> list[Any]:
         """(message-id, series) of the messages that postings reply to, where those are a
-        version's patch or cover letter: a new version threaded under the old. Two lookups,
-        not one join on an OR: the OR made the planner scan every version."""
-        parents = {p for c in carriers for p in [c.in_reply_to, *(c.references or [])] if p}
+        version's patch or cover letter: a new version threaded under the old."""
+        parents = list({p for c in carriers for p in [c.in_reply_to, *(c.references or [])] if p})
         found: list[Any] = []
-        for version_of_parent in (
-            sa.select(Message.msgid, SeriesVersion.series_id)
-            .join(Patch, Patch.message_id == Message.id)
-            .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id),
-            sa.select(Message.msgid, SeriesVersion.series_id)
-            .join(SeriesVersion, SeriesVersion.cover_message_id == Message.id),
-        ):
-            found += conn.execute(version_of_parent.where(in_values(Message.msgid, parents)))
+        for version_of_parent in _SERIES_OF_PARENTS:
+            found += conn.execute(version_of_parent, {"parents": parents})
         return found
 
     @staticmethod
     def _read_series(conn: sa.Connection, ids: set[int]) -> dict[int, SeriesRecord]:
-        count = (
-            sa.select(sa.func.count()).where(SeriesVersion.series_id == Series.id)
-            .scalar_subquery()
-        )  # fmt: skip
-        query = sa.select(*records.SERIES_COLUMNS, count).where(in_values(Series.id, ids))
         return {row.id: records.series_record(row._mapping, row[-1])
-                for row in conn.execute(query)}  # fmt: skip
+                for row in conn.execute(_SERIES_BY_ID, {"ids": list(ids)})}  # fmt: skip
 
     def all_series(self) -> list[SeriesRecord]:
         return [*self.series.values(), *self.created]
@@ -165,7 +187,7 @@ def update_series(
     found: list[tuple[int, Posting]] = []
     rows: dict[str, Any] = {}
     by_thread = _posting_parts(conn, posting_threads)
-    shared = shared_ids(session, by_thread)
+    shared = shared_ids(conn, by_thread)
     not_taken: list[int] = []  # copies of a shared Message-ID that no posting takes
     for thread_id, parts in by_thread.items():
         parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
@@ -194,9 +216,9 @@ def update_series(
         records.write(conn, known.all_series(), known.all_versions())
     trailer_versions = {v.id for v in touched if v.id is not None and not v.removed}
     if trailer_threads := set(trailer_threads):
-        trailer_versions |= set(conn.scalars(
-            sa.select(SeriesVersion.id).where(in_values(SeriesVersion.thread_id, trailer_threads))
-        ))  # fmt: skip
+        trailer_versions |= set(
+            conn.scalars(_VERSIONS_OF_THREADS, {"threads": list(trailer_threads)})
+        )
     if trailer_versions:
         attribute_trailers(session, trailer_versions)
     return result

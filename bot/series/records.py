@@ -22,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.db.models import Patch, Series, SeriesVersion, utcnow
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param, in_values, insert_tuples
 from bot.series.grouping import series_title
 
 _SERIES = Series.__table__
@@ -30,6 +30,13 @@ _VERSIONS = SeriesVersion.__table__
 _PATCHES = Patch.__table__
 
 _NOT_WORD = re.compile(r"[^a-z0-9]+")
+# The statements every batch sends, built once: the lists they look up are their parameters.
+_UPDATE_VERSION = sa.update(_VERSIONS).where(_VERSIONS.c.id == sa.bindparam("version_id"))
+_UPDATE_SERIES = sa.update(_SERIES).where(_SERIES.c.id == sa.bindparam("series_id"))
+_TITLES = sa.select(
+    _VERSIONS.c.series_id, _VERSIONS.c.version, _VERSIONS.c.cover_message_id.is_not(None),
+    _VERSIONS.c.date, _VERSIONS.c.title,
+).where(in_param(_VERSIONS.c.series_id, "series"))  # fmt: skip
 
 
 def title_key(title: str) -> str:
@@ -142,15 +149,13 @@ def write(
     stored = [v for v in kept if v.id is not None]
     if stored:
         conn.execute(
-            sa.update(_VERSIONS).where(_VERSIONS.c.id == sa.bindparam("version_id")),
-            [{**_version_values(v), "version_id": v.id} for v in stored],
+            _UPDATE_VERSION, [{**_version_values(v), "version_id": v.id} for v in stored]
         )
     new = [v for v in kept if v.id is None]
     _insert_numbered(conn, _VERSIONS, new, [_version_values(v) for v in new])
-    placed = [{"series_version_id": v.id, "index": i, "message_id": m}
-              for v in kept for i, m in v.patches.items() if v.stored_patches.get(i) != m]
-    if placed:
-        conn.execute(sa.insert(_PATCHES), placed)
+    placed = [(v.id, i, m) for v in kept for i, m in v.patches.items()
+              if v.stored_patches.get(i) != m]  # fmt: skip
+    insert_tuples(conn, _PATCHES, ("series_version_id", "index", "message_id"), placed)
     _write_series(conn, [s for s in series if s.changed and s.id is not None], now)
 
 
@@ -188,18 +193,13 @@ def _write_series(conn: sa.Connection, series: list[SeriesRecord], now: dt.datet
     if not kept:
         return
     versions: dict[int, list[tuple[int, bool, dt.datetime | None, str]]] = {}
-    for row in conn.execute(
-        sa.select(
-            _VERSIONS.c.series_id, _VERSIONS.c.version,
-            _VERSIONS.c.cover_message_id.is_not(None), _VERSIONS.c.date, _VERSIONS.c.title,
-        ).where(in_values(_VERSIONS.c.series_id, kept))
-    ):  # fmt: skip
+    for row in conn.execute(_TITLES, {"series": list(kept)}):
         versions.setdefault(row[0], []).append(tuple(row[1:]))
     for series_id, record in kept.items():
         record.title = series_title(versions.get(series_id, ()))
         record.title_key = title_key(record.title)
     conn.execute(
-        sa.update(_SERIES).where(_SERIES.c.id == sa.bindparam("series_id")),
+        _UPDATE_SERIES,
         [{"series_id": s.id, "title": s.title, "title_key": s.title_key,
           "change_id": s.change_id, "last_mail_at": s.last_mail_at, "updated_at": now}
          for s in kept.values()],

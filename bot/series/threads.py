@@ -23,11 +23,19 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, thread_message
 
 _PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
+_THREADS = Thread.__table__
+# The statements a batch sends, built once: the lists they look up are their parameters.
+_THREADS_OF_MESSAGES = sa.select(Message.msgid, Message.thread_id).where(
+    in_param(Message.msgid, "msgids")
+)
+_THREADS_BY_ROOT = sa.select(Thread.root_msgid, Thread.id).where(
+    in_param(Thread.root_msgid, "roots")
+)
 
 
 class ThreadIndex:
@@ -40,18 +48,21 @@ class ThreadIndex:
         related: Sequence[str],
         unthreaded_parts: Sequence[ThreadMessage] = (),
     ) -> None:
-        """`unthreaded_parts`: the batch's messages that `unthreaded.is_unthreaded_part`."""
+        """`msgids`: the batch's messages, none of them stored yet (`copies.sort_out` sorted
+        out those that are); `related`: the ids they refer to; `unthreaded_parts`: the batch's
+        messages that `unthreaded.is_unthreaded_part`."""
         self.session = session
-        wanted = set(msgids) | set(related)
+        conn = session.connection()
+        new = set(msgids)
+        # Only the messages referred to can be stored; any of them may name a thread.
+        referred = list(set(related) - new)
         self.thread_of: dict[str, int] = {}
-        for msgid, thread_id in session.execute(
-            sa.select(Message.msgid, Message.thread_id).where(in_values(Message.msgid, wanted))
-        ):
+        for msgid, thread_id in conn.execute(_THREADS_OF_MESSAGES, {"msgids": referred}):
             if thread_id is not None:
                 self.thread_of[msgid] = thread_id
-        self.by_root: dict[str, int] = dict(session.execute(
-            sa.select(Thread.root_msgid, Thread.id).where(in_values(Thread.root_msgid, wanted))
-        ).all())  # fmt: skip
+        self.by_root: dict[str, int] = dict(
+            conn.execute(_THREADS_BY_ROOT, {"roots": list(new | set(related))}).all()
+        )
         self.touched: set[int] = set()
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
         self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
@@ -59,7 +70,7 @@ class ThreadIndex:
         self.parts = {m.msgid: m for m in unthreaded_parts}
         # Unthreaded parts with a thread (stored, or assigned in this batch), by prefix.
         self.placed: dict[unthreaded.PrefixKey, list[ThreadMessage]] = defaultdict(list)
-        for part, thread_id in _stored_unthreaded(session, self.parts.values()):
+        for part, thread_id in _stored_unthreaded(conn, self.parts.values()):
             self.thread_of.setdefault(part.msgid, thread_id)
             self.placed[unthreaded.prefix_key(part)].append(part)
 
@@ -94,10 +105,9 @@ class ThreadIndex:
         if not self.new_roots:
             return
         roots = list(self.new_roots.values())
-        self.session.execute(sa.insert(Thread), [{"root_msgid": root} for root in roots])
-        real: dict[str, int] = dict(self.session.execute(
-            sa.select(Thread.root_msgid, Thread.id).where(in_values(Thread.root_msgid, roots))
-        ).all())  # fmt: skip
+        conn = self.session.connection()
+        conn.execute(sa.insert(_THREADS), [{"root_msgid": root} for root in roots])
+        real: dict[str, int] = dict(conn.execute(_THREADS_BY_ROOT, {"roots": roots}).all())
         ids = {provisional: real[root] for provisional, root in self.new_roots.items()}
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():
@@ -113,17 +123,10 @@ class ThreadIndex:
         for t in others - stored:
             del self.new_roots[t]
         if stored:
-            s = self.session
-            s.execute(
-                sa.update(Message).where(in_values(Message.thread_id, stored))
-                .values(thread_id=keep)
-            )
-            s.execute(
-                sa.update(SeriesVersion)
-                .where(in_values(SeriesVersion.thread_id, stored))
-                .values(thread_id=keep)
-            )
-            s.execute(sa.delete(Thread).where(in_values(Thread.id, stored)))
+            conn = self.session.connection()
+            merged = {"keep": keep, "stored": list(stored)}
+            for statement in _MERGE:
+                conn.execute(statement, merged)
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():
                 if value in others:
@@ -134,8 +137,20 @@ class ThreadIndex:
         self.merged.add(keep)
 
 
+_MESSAGES = Message.__table__
+_VERSIONS = SeriesVersion.__table__
+# Merging threads: the others' messages and versions go to the one kept, their rows go.
+_MERGE = (
+    sa.update(_MESSAGES).where(in_param(_MESSAGES.c.thread_id, "stored"))
+    .values(thread_id=sa.bindparam("keep")),
+    sa.update(_VERSIONS).where(in_param(_VERSIONS.c.thread_id, "stored"))
+    .values(thread_id=sa.bindparam("keep")),
+    sa.delete(_THREADS).where(in_param(_THREADS.c.id, "stored")),
+)  # fmt: skip
+
+
 def _stored_unthreaded(
-    session: Session, parts: Iterable[ThreadMessage]
+    conn: sa.Connection, parts: Iterable[ThreadMessage]
 ) -> list[tuple[ThreadMessage, int]]:
     """Stored unthreaded parts within `unthreaded.WINDOW` of `parts`, with their threads: one
     query per stretch of time the parts cover (on the date index), the rest sorted out here."""
@@ -147,13 +162,7 @@ def _stored_unthreaded(
             spans.append([date - unthreaded.WINDOW, date + unthreaded.WINDOW])
     found: list[tuple[ThreadMessage, int]] = []
     for start, end in spans:
-        query = sa.select(*_PART_COLUMNS).where(
-            Message.date.between(start, end),
-            Message.in_reply_to.is_(None),
-            Message.kind.in_(("cover", "patch")),
-            Message.total > 1,
-        )
-        for row in session.execute(query):
+        for row in conn.execute(_STORED_PARTS, {"start": start, "end": end}):
             part = thread_message(row._mapping)
             if row.thread_id is not None and unthreaded.is_unthreaded_part(part):
                 found.append((part, row.thread_id))
@@ -166,4 +175,9 @@ _PART_COLUMNS = (
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
     Message.title, Message.prefixes,
 )  # fmt: skip
-
+_STORED_PARTS = sa.select(*_PART_COLUMNS).where(
+    Message.date.between(sa.bindparam("start"), sa.bindparam("end")),
+    Message.in_reply_to.is_(None),
+    Message.kind.in_(("cover", "patch")),
+    Message.total > 1,
+)

@@ -13,44 +13,83 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, SeriesVersion, Trailer
-from bot.db.value_lists import in_values
+from bot.db.value_lists import in_param, insert_tuples
 from bot.mail.trailers import REVIEW_TRAILERS
 
 Found = tuple[str, str, str]  # name, value, the message-id it came from
+
+_TRAILERS = Trailer.__table__
+_TRAILER_KEYS = ("patch_id", "name", "value", "origin", "source_msgid")
+# A message's trailers as the JSON text stored, read only where needed: most replies have none
+# that count, and a patch's own are needed only when others gave it some.
+_TRAILERS_TEXT = sa.cast(Message.trailers, sa.Text).label("trailers")
+_NONE = (None, "[]")
+# The statements a batch sends, built once: the lists they look up are their parameters.
+_PATCHES = (
+    sa.select(
+        Patch.id, Patch.series_version_id, Message.msgid, _TRAILERS_TEXT,
+        Message.patch_fingerprint,
+    )
+    .join(Message, Message.id == Patch.message_id)
+    .where(in_param(Patch.series_version_id, "versions"))
+    .order_by(Patch.index)
+)  # fmt: skip
+_DELETE = sa.delete(_TRAILERS).where(in_param(_TRAILERS.c.patch_id, "patches"))
+_VERSIONS = sa.select(
+    SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.thread_id,
+    Message.msgid.label("cover_msgid"),
+).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)  # fmt: skip
+_CHOSEN_VERSIONS = _VERSIONS.where(in_param(SeriesVersion.id, "ids"))
+_LATER_VERSIONS = _VERSIONS.where(
+    in_param(SeriesVersion.series_id, "series"),
+    SeriesVersion.id.not_in(sa.bindparam("ids", expanding=True)),
+)
+_EARLIER_TRAILERS = (
+    sa.select(
+        SeriesVersion.series_id, SeriesVersion.version, Message.patch_fingerprint,
+        Trailer.name, Trailer.value, Trailer.source_msgid,
+    )
+    .join(Patch, Patch.id == Trailer.patch_id)
+    .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
+    .join(Message, Message.id == Patch.message_id)
+    .where(
+        in_param(SeriesVersion.series_id, "series"),
+        SeriesVersion.id.not_in(sa.bindparam("rebuilt", expanding=True)),
+        Message.patch_fingerprint.is_not(None),
+    )
+    .order_by(SeriesVersion.version, Trailer.id)
+)  # fmt: skip
+_REPLIES = sa.select(Message.msgid, Message.in_reply_to, _TRAILERS_TEXT).where(
+    in_param(Message.thread_id, "threads"), Message.reply.is_(True)
+)
 
 
 def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
     """Rebuild the trailers of the given versions and of later versions of their series."""
     session.flush()
-    versions = _versions_to_rebuild(session, set(version_ids))
+    conn = session.connection()
+    versions = _versions_to_rebuild(conn, set(version_ids))
     if not versions:
         return
-    patches = session.execute(
-        sa.select(
-            Patch.id, Patch.series_version_id, Message.msgid, Message.trailers,
-            Message.patch_fingerprint,
-        )
-        .join(Message, Message.id == Patch.message_id)
-        .where(in_values(Patch.series_version_id, [v.id for v in versions]))
-        .order_by(Patch.index)
-    ).all()  # fmt: skip
+    patches = conn.execute(_PATCHES, {"versions": [v.id for v in versions]}).all()
     by_version: dict[int, list[Any]] = defaultdict(list)
     for row in patches:
         by_version[row.series_version_id].append(row)
-    replies = _replies_by_parent(session, {v.thread_id for v in versions if v.thread_id})
-    earlier = _earlier_trailers(session, versions)
-    session.execute(
-        sa.delete(Trailer).where(in_values(Trailer.patch_id, [p.id for p in patches])))
-    new_rows: list[dict[str, Any]] = []
+    replies = _replies_by_parent(conn, {v.thread_id for v in versions if v.thread_id})
+    earlier = _earlier_trailers(conn, versions)
+    conn.execute(_DELETE, {"patches": [p.id for p in patches]})
+    new_rows: list[tuple[int, str, str, str, str]] = []
     for version in versions:  # in version order: a rebuilt v1 feeds v2's carried trailers
-        cover = _collect(version.cover_msgid, replies) if version.cover_msgid else []
+        cover = [(n, v, "cover", src) for n, v, src in _collect(version.cover_msgid, replies)
+                 ] if version.cover_msgid else []  # fmt: skip
         for patch in by_version[version.id]:
             found = [(n, v, "reply", src) for n, v, src in _collect(patch.msgid, replies)]
-            found += [(n, v, "cover", src) for n, v, src in cover]
+            found += cover
             key = (version.series_id, patch.patch_fingerprint)
             if patch.patch_fingerprint:
                 found += [
@@ -58,103 +97,88 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
                     for ver, n, v, src in earlier.get(key, [])
                     if ver < version.version
                 ]
-            rows = _new_trailers(patch.id, found, already=patch.trailers or [])
+            if not found:
+                continue
+            own = None if patch.trailers in _NONE else orjson.loads(patch.trailers)
+            rows = _new_trailers(patch.id, found, already=own or [])
             new_rows += rows
             if patch.patch_fingerprint and rows:
                 earlier.setdefault(key, []).extend(
-                    (version.version, r["name"], r["value"], r["source_msgid"]) for r in rows
+                    (version.version, name, value, source) for _, name, value, _, source in rows
                 )
-    if new_rows:  # the table, not the class: the ORM's bulk insert costs more than the rows
-        session.execute(sa.insert(Trailer.__table__), new_rows)
+    insert_tuples(conn, _TRAILERS, _TRAILER_KEYS, new_rows)
 
 
 def _new_trailers(
     patch_id: int, found: list[tuple[str, str, str, str]], already: list[list[str]]
-) -> list[dict[str, Any]]:
-    """Trailer rows for what others gave, each once, leaving out what the patch already has."""
+) -> list[tuple[int, str, str, str, str]]:
+    """Trailer rows (`_TRAILER_KEYS`) for what others gave, each once, leaving out what the
+    patch already has."""
     have = {(name.lower(), value.lower()) for name, value in already}
     rows = []
     for name, value, origin, source in found:
         key = (name.lower(), value.lower())
         if key not in have:
             have.add(key)
-            rows.append(
-                {"patch_id": patch_id, "name": name, "value": value, "origin": origin,
-                 "source_msgid": source}
-            )  # fmt: skip
+            rows.append((patch_id, name, value, origin, source))
     return rows
 
 
-def _versions_to_rebuild(session: Session, ids: set[int]) -> list[Any]:
+def _versions_to_rebuild(conn: sa.Connection, ids: set[int]) -> list[Any]:
     if not ids:
         return []
-    columns = (
-        SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.thread_id,
-        Message.msgid.label("cover_msgid"),
-    )  # fmt: skip
-    base = sa.select(*columns).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)
-    chosen = session.execute(base.where(in_values(SeriesVersion.id, ids))).all()
+    chosen = conn.execute(_CHOSEN_VERSIONS, {"ids": list(ids)}).all()
     floor: dict[int, int] = {}
     for v in chosen:
         floor[v.series_id] = min(floor.get(v.series_id, v.version), v.version)
-    later = session.execute(
-        base.where(in_values(SeriesVersion.series_id, floor), SeriesVersion.id.not_in(ids))
-    ).all()
+    later = conn.execute(_LATER_VERSIONS, {"series": list(floor), "ids": list(ids)}).all()
     versions = list(chosen) + [v for v in later if v.version > floor[v.series_id]]
     return sorted(versions, key=lambda v: (v.version, v.id))
 
 
 def _earlier_trailers(
-    session: Session, versions: list[Any]
+    conn: sa.Connection, versions: list[Any]
 ) -> dict[tuple[int, str], list[tuple[int, str, str, str]]]:
     """Reviewers' trailers on versions not being rebuilt, by (series, patch fingerprint)."""
-    rebuilt = {v.id for v in versions}
-    rows = session.execute(
-        sa.select(
-            SeriesVersion.series_id, SeriesVersion.version, Message.patch_fingerprint,
-            Trailer.name, Trailer.value, Trailer.source_msgid,
-        )
-        .join(Patch, Patch.id == Trailer.patch_id)
-        .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
-        .join(Message, Message.id == Patch.message_id)
-        .where(
-            in_values(SeriesVersion.series_id, {v.series_id for v in versions}),
-            SeriesVersion.id.not_in(rebuilt),
-            Message.patch_fingerprint.is_not(None),
-        )
-        .order_by(SeriesVersion.version, Trailer.id)
-    )  # fmt: skip
+    rows = conn.execute(_EARLIER_TRAILERS, {
+        "series": list({v.series_id for v in versions}), "rebuilt": list({v.id for v in versions}),
+    })  # fmt: skip
     out: dict[tuple[int, str], list[tuple[int, str, str, str]]] = defaultdict(list)
     for r in rows:
         out[(r.series_id, r.patch_fingerprint)].append((r.version, r.name, r.value, r.source_msgid))
     return out
 
 
-def _replies_by_parent(session: Session, thread_ids: set[int]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = defaultdict(list)
+def _replies_by_parent(
+    conn: sa.Connection, thread_ids: set[int]
+) -> dict[str, list[tuple[str, list[tuple[str, str]]]]]:
+    """The replies in the threads by the message they reply to: (message-id, the reviewers'
+    trailers in it)."""
+    out: dict[str, list[tuple[str, list[tuple[str, str]]]]] = defaultdict(list)
     if not thread_ids:
         return out
-    rows = session.execute(
-        sa.select(Message.msgid, Message.in_reply_to, Message.trailers).where(
-            in_values(Message.thread_id, thread_ids), Message.reply.is_(True)
-        )
-    )
-    for row in rows:
-        if row.in_reply_to:
-            out[row.in_reply_to].append(row)
+    for msgid, in_reply_to, trailers in conn.execute(_REPLIES, {"threads": list(thread_ids)}):
+        if in_reply_to:
+            given = [] if trailers in _NONE else [
+                (n, v) for n, v in orjson.loads(trailers) or () if n in REVIEW_TRAILERS
+            ]  # fmt: skip
+            out[in_reply_to].append((msgid, given))
     return out
 
 
-def _collect(msgid: str, replies: dict[str, list[Any]]) -> list[Found]:
+def _collect(
+    msgid: str, replies: dict[str, list[tuple[str, list[tuple[str, str]]]]]
+) -> list[Found]:
     """Reviewers' trailers in the reply tree below `msgid`."""
     out: list[Found] = []
     seen = {msgid}
     stack = [msgid]
     while stack:
-        for reply in replies.get(stack.pop(), []):
-            if reply.msgid in seen:
+        for reply, given in replies.get(stack.pop(), ()):
+            if reply in seen:
                 continue
-            seen.add(reply.msgid)
-            out += [(n, v, reply.msgid) for n, v in reply.trailers or [] if n in REVIEW_TRAILERS]
-            stack.append(reply.msgid)
+            seen.add(reply)
+            if given:
+                out += [(n, v, reply) for n, v in given]
+            stack.append(reply)
     return out

@@ -1,0 +1,133 @@
+"""The storing process's short ways to the database, on SQLite and PostgreSQL: each stores and
+finds what SQLAlchemy's general way does (issue 15)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.config import IngestSettings
+from bot.db.models import MailingList, Message, pack_mail
+from bot.db.session import Database
+from bot.db.value_lists import in_param, insert_tuples
+from bot.ingest.prepare import prepare_mail
+from bot.ingest.sources import RawMail
+from bot.ingest.store import _insert_messages
+from bot.series.shared_ids import shared_ids
+from tests.support.statements import statements
+
+PATCH = b"""\
+From: =?utf-8?q?J=C3=B6rg?= Author <jorg@example.org>
+To: linux-mm@kvack.org
+Subject: [PATCH RFC RESEND v2 1/3] mm/vmscan: fix the counter
+Date: Tue, 02 Jan 2024 10:00:00 +0100
+Message-ID: <p1@example.org>
+In-Reply-To: <cover@example.org>
+References: <cover@example.org>
+
+The counter is updated under the lock.
+
+Reviewed-by: Rita Reviewer <rita@example.org>
+Signed-off-by: Ada Author <ada@example.org>
+---
+ mm/vmscan.c | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/mm/vmscan.c b/mm/vmscan.c
+--- a/mm/vmscan.c
++++ b/mm/vmscan.c
+@@ -1,3 +1,3 @@
+ int a;
+-int b;
++int c;
+ int d;
+"""
+
+# What each row stores, as the database holds it (booleans as SQLite's integers, times and JSON
+# as their text): all but the id, the Message-ID and the time of storing.
+STORED = [c.key for c in Message.__table__.c if c.key not in ("id", "msgid", "ingested_at")]
+
+
+def stored_as_is(db: Database, msgid: str) -> tuple[Any, ...]:
+    columns = ", ".join(f'"{key}"' for key in STORED)
+    with db.engine.connect() as conn:
+        row = conn.exec_driver_sql(f"SELECT {columns} FROM messages WHERE msgid = '{msgid}'").one()
+    return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+
+
+def test_the_short_message_insert_stores_what_sqlalchemys_insert_stores(db: Database) -> None:
+    row = prepare_mail(RawMail(PATCH, "test#0"), IngestSettings())
+    assert row["rfc"] and row["resend"] and row["version_explicit"] and not row["reply"]
+    assert row["trailers"] and row["references"] and row["problems"] == []
+    short = dict(row, msgid="short@example.org", thread_id=None, claimed_msgid=None)
+    general = dict(row, msgid="general@example.org", thread_id=None, claimed_msgid=None)
+    with db.session() as session:
+        _insert_messages(session, [short])
+        session.connection().execute(sa.insert(Message.__table__), [general])
+    assert stored_as_is(db, "short@example.org") == stored_as_is(db, "general@example.org")
+
+
+def test_rows_inserted_as_tuples_are_found_by_a_list_parameter(db: Database) -> None:
+    named = sa.select(MailingList.name).where(in_param(MailingList.name, "names"))
+    with db.session() as session:
+        conn = session.connection()
+        insert_tuples(
+            conn,
+            MailingList.__table__,
+            ("name", "address"),
+            [("linux-mm", "linux-mm@kvack.org"), ("o'brien", "")],
+        )
+        insert_tuples(conn, MailingList.__table__, ("name", "address"), [])
+        assert set(conn.scalars(named, {"names": ["o'brien", "linux-mm", "other"]})) == {
+            "linux-mm",
+            "o'brien",
+        }
+        assert list(conn.scalars(named, {"names": []})) == []
+    with db.session() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(MailingList)) == 2
+
+
+# sqlite_stat1 of `messages` as `Database.optimize` left it after the 20,000 messages of the
+# ingest benchmark: every `claimed_msgid` NULL, so a value is taken to be found in 1,001 rows.
+BENCHMARK_STATISTICS = [
+    ("messages", "ix_messages_claimed_msgid", "17168 1001"),
+    ("messages", "ix_messages_thread_id_kind", "18865 17 7"),
+    ("messages", "ix_messages_date", "5886 1"),
+    ("messages", "sqlite_autoindex_messages_1", "10614 1"),
+]
+
+
+def test_shared_ids_are_looked_up_in_the_index_however_few_mails_share_one(
+    db: Database,
+) -> None:
+    """With those statistics SQLite scanned every message to look up a batch's ids (with any
+    number of ids: more at every batch as the archive grew), unless told to take the index."""
+    raw = pack_mail(b"Subject: filler\n\nfiller\n")
+    with db.session() as session:
+        session.execute(sa.insert(Message), [
+            {"msgid": f"m{n}@example.org", "kind": "patch", "raw": raw, "raw_size": 24}
+            for n in range(1200)
+        ] + [{"msgid": f"copy{n}@copy.lorelab.invalid", "claimed_msgid": f"m{n}@example.org",
+              "kind": "patch", "raw": raw, "raw_size": 24} for n in (7, 1100)])  # fmt: skip
+    db.optimize()
+    sqlite = db.engine.dialect.name == "sqlite"
+    if sqlite:
+        with db.engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM sqlite_stat1 WHERE tbl = 'messages'")
+            conn.exec_driver_sql("INSERT INTO sqlite_stat1 VALUES (?, ?, ?)", BENCHMARK_STATISTICS)
+        db.engine.dispose()  # connections read the statistics when they open
+    parts = [SimpleNamespace(msgid=f"m{n}@example.org", claimed_msgid=None) for n in range(600)]
+    parts.append(
+        SimpleNamespace(msgid="copy1100@copy.lorelab.invalid", claimed_msgid="m1100@example.org")
+    )
+    with statements() as seen, db.session() as session:
+        found = shared_ids(session.connection(), {1: parts})
+    assert found == {"m7@example.org", "m1100@example.org"}
+    if not sqlite:
+        return
+    [(statement, params)] = [(s, p) for s, p in seen if "claimed_msgid" in s]
+    with db.engine.connect() as conn:
+        plan = [row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)]
+    assert not [step for step in plan if step.startswith("SCAN messages")], plan
