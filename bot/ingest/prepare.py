@@ -30,6 +30,7 @@ from bot.mail.trailers import REVIEW_TRAILERS
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 QUARANTINE_KEEP_BYTES = 256 * 1024  # of an oversized mail, keep the head: enough to see what it was
+WORKER_GC_THRESHOLD = 100_000  # a parse worker's first-generation threshold (the default: 700)
 
 
 @dataclass
@@ -145,12 +146,18 @@ def batched(items: Iterable[RawMail], size: int) -> Iterator[list[RawMail]]:
 def die_with_parent(parent: int) -> None:
     """A parse worker ends when the process that started it (`parent`) does, even by SIGKILL:
     otherwise it would wait on its task queue forever (Linux: PR_SET_PDEATHSIG). What the
-    worker holds once started lives as long as it does: frozen, out of every collection."""
+    worker holds once started lives as long as it does: frozen, out of every collection.
+    Parsing makes no reference cycles (none in 20,000 list mails, nor in the 11,000 mails the
+    tests parse), yet with the collector's default threshold it walked the rows of each batch
+    twice as it ran again after it: 3% of a worker's CPU. It runs once `WORKER_GC_THRESHOLD`
+    more container objects exist than were freed, over what a batch's rows are (about 15 per
+    message), and so still bounds what a cycle could hold."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # it died before the request took effect
         os._exit(1)
     gc.freeze()  # what the worker started with lives as long as it does
+    gc.set_threshold(WORKER_GC_THRESHOLD)
 
 
 def prepared_batches(

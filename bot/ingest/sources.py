@@ -86,9 +86,13 @@ class MboxSlice:
         with open(self.path, "rb") as fh:
             fh.seek(self.start)
             data = fh.read(self.end - self.start)
-        entries = _split(io.BytesIO(data[5:]), data[:5])
-        return [RawMail(_message_of(entry), f"mbox:{self.path}#{number}")
-                for number, entry in enumerate(entries, start=self.first)]
+        bounds = _entry_bounds(data)
+        if bounds is None:  # an entry over the limit: cut where `_split`'s reads cut it
+            messages = map(_message_of, _split(io.BytesIO(data[5:]), data[:5]))
+        else:
+            messages = (_message_at(data, *bound) for bound in bounds)
+        return [RawMail(message, f"mbox:{self.path}#{number}")
+                for number, message in enumerate(messages, start=self.first)]
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,46 @@ def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22,
             buf = buf[-6:]  # enough to find a separator split between two reads
     if buf and not skipping:
         yield buf
+
+
+def _entry_bounds(data: bytes) -> list[tuple[int, int, bool]] | None:
+    """(start, end, escaped) of each entry of an mbox held whole in memory, cut as `_split` cuts
+    it; None if one is over MAX_ENTRY_BYTES (where `_split` cuts those depends on where its reads
+    end). `escaped`: the entry may have a ">From " line to unescape; where it is False it has
+    none. Offsets instead of `_split`'s copies: the entries of a slice are then copied once, each
+    as its message, where `_split` and `_message_of` copied the whole slice five times. One
+    pass over every "From " finds both the separators and the escapes (a second pass for
+    ">From " in each entry cost as much again)."""
+    bounds = []
+    start = 0
+    escaped = False
+    at = data.find(b"From ")
+    while at >= 0:
+        if at >= 2 and data[at - 1] == 0x0A:  # "\nFrom ", past the first line: a separator
+            bounds.append((start, at, escaped))
+            start, escaped = at, False
+        elif at and data[at - 1] == 0x3E:  # ">From "
+            escaped = True
+        at = data.find(b"From ", at + 5)
+    if start < len(data):
+        bounds.append((start, len(data), escaped))
+    if any(end - start > MAX_ENTRY_BYTES for start, end, _ in bounds):
+        return None
+    return bounds
+
+
+def _message_at(data: bytes, start: int, end: int, escaped: bool) -> bytes:
+    """`_message_of(data[start:end])`, copying only the message out of `data`."""
+    newline = data.find(b"\n", start, end)
+    if newline < 0:
+        return b""
+    if escaped and data.find(b">From ", newline + 1, end) >= 0:
+        return _message_of(data[start:end])
+    if data.endswith(b"\n\n", newline + 1, end):
+        end -= 1
+    elif data.endswith(b"\r\n\r\n", newline + 1, end):
+        end -= 2
+    return data[newline + 1 : end]
 
 
 def _message_of(entry: bytes) -> bytes:

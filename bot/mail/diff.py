@@ -5,9 +5,11 @@ mail, raises on the first hunk whose line counts do not match (mail clients rout
 long lines and strip trailing blanks, as in a Gmail reply), and builds an object per line, which
 alone costs more than parsing the whole message. This one moves a cursor over the body text:
 file headers are read line by line (they are few), while a hunk is checked in one go by
-counting its `+`, `-` and ` ` lines with str.count against the counts in its `@@` header. Only
-hunks that fail that check (wrapped lines, a diff cut off, text right after it) are walked line
-by line. The hunk counts are also what tells a removed line `--- x` from the next file header.
+counting its `+`, `-` and ` ` lines against the counts in its `@@` header: all hunks of a file
+together, from one regex pass taking the first character of each line (`_read_hunks`), or,
+when one of them fails, each with str.count over its text (`_read_hunk`). Only hunks that fail
+that check (wrapped lines, a diff cut off, text right after it) are walked line by line. The
+hunk counts are also what tells a removed line `--- x` from the next file header.
 
 Only lines at column 0 count: a diff quoted in a reply (`> diff --git ...`) is not this
 message's diff.
@@ -29,6 +31,11 @@ _NEXT_START = re.compile(r"\n(?:diff --git |Index: |--- )")
 # Lines that cannot be inside a hunk (unless it is mangled): where a fast hunk check stops.
 _HUNK_BOUNDARY = re.compile(r"\n(?:@@ |diff --git |-- \n|Index: |base-commit: |\n)")
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+# For `_read_hunks`: where a file's run of hunks ends (_HUNK_BOUNDARY but `@@ `), the first
+# character of each line ("" after the newline that ends the run), and the hunk header lines.
+_HUNKS_END = re.compile(r"\n(?:diff --git |-- \n|Index: |base-commit: |\n)")
+_LINE_MARK = re.compile(r"\n(.?)")
+_HUNK_SPLIT = re.compile(r"\n@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@[^\n]*")
 # `git diff --stat` summary line, as b4 recognises a diffstat
 DIFFSTAT = re.compile(r"^\s*\d+ file.*\d+ (?:insertion|deletion)", re.M | re.I)
 _MAX_JUNK = 3  # consecutive non-diff lines tolerated inside a hunk (mail-wrapped lines)
@@ -203,9 +210,51 @@ def _read_file(text: str, pos: int, files: list[_File], problems: list[str]) -> 
             pos = after_new
         elif new_line.startswith("+++ "):
             pos = after_new  # a git section already named both paths
-    while text.startswith("@@ ", pos):
+    if text.startswith("@@ ", pos):
+        pos = _read_hunks(text, pos, current)
+    while text.startswith("@@ ", pos):  # what _read_hunks left: hunks that need a closer look
         pos = _read_hunk(text, pos, current, problems)
     return pos
+
+
+def _read_hunks(text: str, pos: int, current: _File) -> int:
+    """All hunks of a file at once, from `pos` (an `@@ ` line), when every one passes
+    `_read_hunk`'s fast check; then the offset after them, else `pos` with nothing read.
+
+    The same result as `_read_hunk` per hunk in three regex passes over the file's hunks
+    instead of six per hunk: the end of the run of hunks (a line that stops a hunk, other than
+    `@@ `); the first character of each line, split at the `@@ ` lines into each hunk's marks,
+    which are counted in a string of a few dozen characters; and a split at the `@@ ` lines
+    giving their counts and the text between them (scan_diff a fifth cheaper on patch mail)."""
+    if text[pos - 1 : pos] != "\n":
+        return pos
+    found = _HUNKS_END.search(text, pos - 1)
+    end = found.start() + 1 if found else len(text)
+    region = text[pos - 1 : end]  # from the newline before the first `@@ `
+    marks = "".join(_LINE_MARK.findall(region)).split("@")
+    # ["", old count, new count, text, old count, new count, text, ...]; each text after the
+    # first is "\n" + the hunk without its last newline (the last hunk's keeps it)
+    pieces = _HUNK_SPLIT.split(region)
+    if len(pieces) != 3 * len(marks) - 2:  # an `@` line that is not a hunk header
+        return pos
+    added = removed = 0
+    for index in range(1, len(marks)):
+        lines = marks[index]
+        old, new = pieces[3 * index - 2], pieces[3 * index - 1]
+        minus, plus, context = lines.count("-"), lines.count("+"), lines.count(" ")
+        if (
+            not lines  # an empty hunk: _read_hunk counts it one line
+            or context + minus != (int(old) if old else 1)
+            or context + plus != (int(new) if new else 1)
+            or context + minus + plus != len(lines) - lines.count("\\")
+        ):
+            return pos
+        added += plus
+        removed += minus
+    current.added += added
+    current.removed += removed
+    current.hashed.append("".join(pieces[3::3])[1:])
+    return end
 
 
 def _read_hunk(text: str, pos: int, current: _File, problems: list[str]) -> int:

@@ -8,8 +8,9 @@ maintainer reading the quarantine knows what to do with it.
 
 Cost, measured on 20,000 generated list messages (bench/ingest.py: patches, replies, cover
 letters, with the Received, DKIM and ARC headers lore serves) with `recipients=False`: about two
-thirds (0.66) of the CPU time of the bare `email.message_from_bytes(raw, policy=compat32)`.
-It does not call it: see bot/mail/mime.py.
+thirds (0.68) of the CPU time of the bare `email.message_from_bytes(raw, policy=compat32)`,
+measured interleaved with it on one machine (0.73 there before header blocks were read from
+the bytes and a file's hunks checked together). It does not call it: see bot/mail/mime.py.
 """
 
 from __future__ import annotations
