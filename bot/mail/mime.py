@@ -113,15 +113,7 @@ def _plain_fields(
             break
         if not name:
             return None
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        if "\n" in text:  # folded
-            text = text.replace("\n ", " ").replace("\n\t", "\t")
-        values = headers.get(key)
-        if values is None:
-            headers[key] = [text.strip()]
-        else:
-            values.append(text.strip())
+        _add_field(headers, name.decode("latin-1").lower(), value.decode("latin-1"))
     else:
         if stop < end:  # no blank line yet, and the block may go on
             return None
@@ -197,15 +189,19 @@ def _clean_fields(block: str, fields: frozenset[str]) -> Headers | None:
     for name, value in _field_pattern(fields).findall("\n" + block):
         if not name:
             return None
-        name = name.lower()
-        if "\n" in value:  # folded
-            value = value.replace("\n ", " ").replace("\n\t", "\t")
-        values = headers.get(name)
-        if values is None:
-            headers[name] = [value.strip()]
-        else:
-            values.append(value.strip())
+        _add_field(headers, name.lower(), value)
     return headers
+
+
+def _add_field(headers: Headers, name: str, value: str) -> None:
+    """Add one field's value, unfolded and stripped, to those of its (lower-case) name."""
+    if "\n" in value:  # folded
+        value = value.replace("\n ", " ").replace("\n\t", "\t")
+    values = headers.get(name)
+    if values is None:
+        headers[name] = [value.strip()]
+    else:
+        values.append(value.strip())
 
 
 def _careful_fields(

@@ -16,9 +16,10 @@ from bot.ingest.prepare import prepare_mail
 from bot.ingest.sources import RawMail
 from bot.ingest.store import _insert_messages
 from bot.series.shared_ids import shared_ids
+from tests.ingest.test_ingest_store import PATCH_BODY
 from tests.support.statements import statements
 
-PATCH = b"""\
+PATCH = ("""\
 From: =?utf-8?q?J=C3=B6rg?= Author <jorg@example.org>
 To: linux-mm@kvack.org
 Subject: [PATCH RFC RESEND v2 1/3] mm/vmscan: fix the counter
@@ -27,23 +28,7 @@ Message-ID: <p1@example.org>
 In-Reply-To: <cover@example.org>
 References: <cover@example.org>
 
-The counter is updated under the lock.
-
-Reviewed-by: Rita Reviewer <rita@example.org>
-Signed-off-by: Ada Author <ada@example.org>
----
- mm/vmscan.c | 2 +-
- 1 file changed, 1 insertion(+), 1 deletion(-)
-
-diff --git a/mm/vmscan.c b/mm/vmscan.c
---- a/mm/vmscan.c
-+++ b/mm/vmscan.c
-@@ -1,3 +1,3 @@
- int a;
--int b;
-+int c;
- int d;
-"""
+""" + PATCH_BODY).encode()
 
 # What each row stores, as the database holds it (booleans as SQLite's integers, times and JSON
 # as their text): all but the id, the Message-ID and the time of storing.
