@@ -120,9 +120,9 @@ def changed_benchmarks(review: Run, campaigns: Iterable[LabCampaign]) -> tuple[s
     return tuple(found)
 
 
-def _spec_of(review: Run, campaign: LabCampaign) -> str:
-    """The review's own spec for the campaign's benchmark ("readtwice:mb=512"), else one made
-    from the campaign's name and parameters."""
+def reviewed_spec(review: Run, campaign: LabCampaign) -> str | None:
+    """The review's own spec for the campaign's benchmark ("readtwice:mb=512"), which may set
+    what the campaign's parameters do not record (a metric's delta); None if it has none."""
     for spec in review.benchmarks or []:
         try:
             bench = from_spec(spec)
@@ -130,8 +130,14 @@ def _spec_of(review: Run, campaign: LabCampaign) -> str:
             continue
         if bench.name == campaign.benchmark and dict(bench.parameters) == campaign.parameters:
             return spec
-    return ":".join([campaign.benchmark,
-                     *(f"{k}={v}" for k, v in (campaign.parameters or {}).items())])
+    return None
+
+
+def _spec_of(review: Run, campaign: LabCampaign) -> str:
+    """The review's own spec for the campaign's benchmark, else one made from the campaign's
+    name and parameters."""
+    return reviewed_spec(review, campaign) or ":".join(
+        [campaign.benchmark, *(f"{k}={v}" for k, v in (campaign.parameters or {}).items())])
 
 
 def alternatives(session: Session, version: SeriesVersion) -> tuple[str, ...]:

@@ -32,6 +32,7 @@ from bot.runs.bisection import (
     carries,
     pairs_within,
 )
+from bot.runs.follow_ups import reviewed_spec
 from bot.runs.records import (
     ApplyRecord,
     BisectProbe,
@@ -134,16 +135,10 @@ def _review_change(session: sa.orm.Session,
 
 
 def _as_reviewed(parent: Run, campaign: LabCampaign) -> Benchmark:
-    """The benchmark as the review ran it: its own spec, which may set what the campaign's
-    parameters do not record (a metric's delta), else one made from those parameters."""
-    for spec in parent.benchmarks or []:
-        try:
-            bench = from_spec(spec)
-        except ValueError:  # a benchmark the registry no longer has: not this campaign's
-            continue
-        if bench.name == campaign.benchmark and dict(bench.parameters) == campaign.parameters:
-            return bench
-    return make_benchmark(campaign.benchmark, **campaign.parameters)
+    """The benchmark as the review ran it: its own spec, else one made from the campaign's
+    parameters."""
+    spec = reviewed_spec(parent, campaign)
+    return from_spec(spec) if spec else make_benchmark(campaign.benchmark, **campaign.parameters)
 
 
 def main_findings(campaign: LabCampaign) -> list[MetricFinding]:
