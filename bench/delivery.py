@@ -103,8 +103,11 @@ def left_behind(stdin: list[str], mails: list[bytes], env: dict[str, str],
     env = dict(env, XDG_RUNTIME_DIR=str(runtime))
     env.pop("LORELAB_INGEST_DELIVERY_AGENT_IDLE")
     first = child_cpu(stdin, mails[0], env)
-    written = ""
+    written, deadline = "", time.monotonic() + 120
     while not written.isdigit():  # the agent writes its process id once it listens
+        if time.monotonic() > deadline:
+            logs = "".join(f.read_text() for f in runtime.glob("lorelab/*.log"))
+            raise RuntimeError(f"the agent the first delivery started did not listen: {logs}")
         time.sleep(0.05)
         written = "".join(f.read_text().strip() for f in runtime.glob("lorelab/*.sock.lock"))
     pid = int(written)
