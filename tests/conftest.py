@@ -1,6 +1,6 @@
 """Shared fixtures: databases (SQLite and a real PostgreSQL), the seeds, generated threads.
 
-`db_url` and `db` are copies of a database migrated once per session and backend
+`db_url` and `db` are copies of a database given the schema once per session and backend
 (tests/support/databases.py); `empty_db_url` is an empty database, for the tests of the
 migrations themselves. Tests marked `empty_database` get an empty database from `db_url` too.
 """

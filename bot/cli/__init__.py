@@ -9,6 +9,8 @@ build the app at all: `main` hands it to `bot.cli.delivery` before anything else
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -102,6 +104,27 @@ def __getattr__(name: str) -> Any:
     if name == "app":
         return get_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _end_quickly() -> None:
+    """Spare the interpreter its teardown, which collects garbage over the whole heap again
+    and again as it clears the modules: 0.1 s of CPU at the end of every command, a fifth of
+    what `lorelab ingest mbox` of an empty mbox costs.
+
+    Here the command's garbage is collected as the teardown would have (what it held is
+    finalized), the engines still in use are closed, and everything left is frozen: the
+    teardown's collections skip it. What is freed by reference counting still is; what only a
+    collection would free (reference cycles, as an engine's pool) is left to the end of the
+    process, which gives back its memory whole."""
+    session = sys.modules.get("bot.db.session")
+    if session is not None:  # a command that used no database has imported none of it
+        session.dispose_engines()
+    gc.collect()
+    gc.freeze()
+
+
+# At the interpreter's end only: `main` also runs inside the test process (tests/cli.py).
+atexit.register(_end_quickly)
 
 
 def main() -> None:

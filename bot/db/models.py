@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -236,7 +237,7 @@ class SeriesVersion(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # Different mails share one of its Message-IDs: the notes say which and what was chosen;
     # when nothing tells the copies apart the version also counts as incomplete (not tested).
-    ambiguous: Mapped[bool] = mapped_column(Boolean, default=False)
+    ambiguous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     series: Mapped[Series] = relationship(back_populates="versions")
     cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])
@@ -417,12 +418,13 @@ class Run(Base):
     # queued running done failed cancelled superseded
     state: Mapped[str] = mapped_column(String(20), index=True)
     # Who asked: "cli", "auto" (the planner), "email:<address>" (a #lorelab command), "retest".
-    trigger: Mapped[str] = mapped_column(String(400), default="cli")
-    benchmarks: Mapped[list[str]] = mapped_column(JSON, default=list)  # review runs: what to run
+    trigger: Mapped[str] = mapped_column(String(400), default="cli", server_default="cli")
+    # review runs: what to run
+    benchmarks: Mapped[list[str]] = mapped_column(JSON, default=list, server_default="[]")
     runner: Mapped[str | None] = mapped_column(String(200))  # review runs: a lab host's name
     # A follow-up: the review run it follows, and what it was asked for (its kind's options).
     parent_run_id: Mapped[int | None] = mapped_column(
-        ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+        ForeignKey("runs.id", ondelete="CASCADE", name="fk_runs_parent_run_id"), index=True)
     options: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

@@ -1,9 +1,10 @@
-"""Test databases: empty ones, and copies of a template migrated once per test session.
+"""Test databases: empty ones, and copies of a template made once per test session.
 
-Running every migration costs a PostgreSQL test database a few tenths of a second in-process
-(and seconds when the first `lorelab` command of a test does it in a subprocess). So each
-backend gets one template per session, brought to the latest schema with `ensure_schema`
-exactly as before, and every test gets its own copy: `CREATE DATABASE ... TEMPLATE` on
+Making the schema costs a PostgreSQL test database a few tenths of a second in-process (and
+more when the first `lorelab` command of a test does it in a subprocess). So each backend gets
+one template per session, given the latest schema with `ensure_schema` as a new database is
+(from the models; tests/db/test_fresh_schema.py holds it equal to what the migrations make),
+and every test gets its own copy: `CREATE DATABASE ... TEMPLATE` on
 PostgreSQL, a file copy on SQLite. Template names carry the pytest-xdist worker and the process
 id, so that concurrent sessions on one server never share (or drop) each other's templates.
 """
