@@ -101,8 +101,13 @@ class _Codecs(threading.local):
 _CODECS = _Codecs()
 
 
+def compress_mail(raw: bytes) -> bytes:
+    """Raw mail compressed as `CompressedMail` stores it, as plain bytes (a message row's)."""
+    return _CODECS.compressor.compress(raw)
+
+
 def pack_mail(raw: bytes) -> PackedMail:
-    return PackedMail(_CODECS.compressor.compress(raw))
+    return PackedMail(compress_mail(raw))
 
 
 class Base(DeclarativeBase):

@@ -12,7 +12,7 @@ once with it is not built, nor its cache key made, again for every batch (a tent
 millisecond each, for the few dozen statements a batch sends).
 
 `insert_tuples` is the other way values go in bulk: a batch's rows of integers and text, as
-tuples straight to the driver's executemany.
+tuples straight to the driver's executemany; on SQLite, `sqlite_inserted_ids` gives their ids.
 """
 
 from __future__ import annotations
@@ -55,6 +55,15 @@ def insert_tuples(
     more than the insert itself (20,000 list links a 20,000-message ingest)."""
     if rows:
         conn.exec_driver_sql(_insert_sql(table, keys, conn.dialect), rows)
+
+
+def sqlite_inserted_ids(conn: sa.Connection, count: int) -> range:
+    """The ids of the last `count` rows this SQLite connection inserted into a table, in the
+    order they went in: SQLite numbers new rows one after another (the largest rowid plus one),
+    and no other connection writes while this one's transaction does. Reading them back (by a
+    unique column, or with RETURNING) cost more than the insert itself."""
+    last = conn.exec_driver_sql("SELECT last_insert_rowid()").scalar_one()
+    return range(last - count + 1, last + 1)
 
 
 @functools.cache

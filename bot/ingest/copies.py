@@ -15,53 +15,58 @@ with `claimed_msgid` naming the id it carries. Which copy a series takes is deci
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message
+from bot.db.session import json_text
 from bot.db.value_lists import in_param
+from bot.ingest.prepare import MessageRow
 
 KEY_COLUMNS = ("from_email", "subject", "date", "patch_fingerprint", "trailers")
 COPY_DOMAIN = "copy.lorelab.invalid"
-# Built once: the lists they look up are their parameters.
+# Built once: the lists they look up are their parameters. The trailers as the JSON text
+# stored, as a message row holds them.
 _STORED = sa.select(
-    Message.msgid, Message.id, *[getattr(Message, c) for c in KEY_COLUMNS]
+    Message.msgid, Message.id, *[getattr(Message, c) for c in KEY_COLUMNS[:-1]],
+    sa.cast(Message.trailers, sa.Text).label("trailers"),
 ).where(in_param(Message.msgid, "msgids"))
 _IDS = sa.select(Message.msgid, Message.id).where(in_param(Message.msgid, "msgids"))
 
 
-def content_key(values: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a reader sees of a mail: equal for the same mail however it reached us."""
-    date = values["date"]
-    return (values["from_email"], values["subject"], date.isoformat() if date else None,
-            values["patch_fingerprint"], [list(t) for t in values["trailers"] or ()])
+def content_key(values: Any) -> tuple[Any, ...]:
+    """What a reader sees of a mail (a message row, or a stored one read with `_STORED`): equal
+    for the same mail however it reached us."""
+    date = values.date
+    return (values.from_email, values.subject, date.isoformat() if date else None,
+            values.patch_fingerprint, [list(t) for t in orjson.loads(values.trailers) or ()])
 
 
-def as_copy(row: dict[str, Any]) -> None:
-    """Make a message row a copy: stored under a stand-in id, claiming the one it carries."""
-    claimed = row["msgid"]
+def as_copy(row: MessageRow) -> MessageRow:
+    """The message row as a copy: stored under a stand-in id, claiming the one it carries."""
+    claimed = row.msgid
     digest = hashlib.sha256(repr((claimed, content_key(row))).encode("utf-8", "replace"))
-    row["claimed_msgid"] = claimed
-    row["msgid"] = f"{digest.hexdigest()[:40]}@{COPY_DOMAIN}"
-    row["problems"] = [*row["problems"], f"Message-ID <{claimed[:200]}> is already taken by a "
-                       f"different mail; this one is kept as <{row['msgid']}>"]
+    msgid = f"{digest.hexdigest()[:40]}@{COPY_DOMAIN}"
+    problems = [*orjson.loads(row.problems), f"Message-ID <{claimed[:200]}> is already taken "
+                f"by a different mail; this one is kept as <{msgid}>"]
+    return row._replace(msgid=msgid, claimed_msgid=claimed, problems=json_text(problems))
 
 
-def sort_out(session: Session, messages: Iterable[dict[str, Any]]
-             ) -> tuple[dict[str, dict[str, Any]], dict[str, int], int]:
+def sort_out(session: Session, messages: Iterable[MessageRow]
+             ) -> tuple[dict[str, MessageRow], dict[str, int], int]:
     """(the batch's rows by msgid, stored ones included, copies made where a different mail
     holds the id; the ids of those already stored; how many were the same mail twice in the
     batch)."""
-    by_id: dict[str, list[dict[str, Any]]] = {}
+    by_id: dict[str, list[MessageRow]] = {}
     for row in messages:
-        row.setdefault("claimed_msgid", None)
-        by_id.setdefault(row["msgid"], []).append(row)
+        by_id.setdefault(row.msgid, []).append(row)
     conn = session.connection()
     stored = {hit.msgid: hit for hit in conn.execute(_STORED, {"msgids": list(by_id)})}
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, MessageRow] = {}
     existing: dict[str, int] = {}
     copies: list[str] = []
     twice = 0
@@ -70,7 +75,7 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
         if hit is None and len(group) == 1:  # nearly every mail: a new id, once in the batch
             rows[msgid] = group[0]
             continue
-        holder = content_key(hit._mapping) if hit is not None else None  # who holds the id
+        holder = content_key(hit) if hit is not None else None  # who holds the id
         for row in group:
             key = content_key(row)
             if holder is None:
@@ -83,20 +88,20 @@ def sort_out(session: Session, messages: Iterable[dict[str, Any]]
                 else:
                     twice += 1
             else:
-                as_copy(row)
-                if row["msgid"] in rows:
+                copy = as_copy(row)
+                if copy.msgid in rows:
                     twice += 1
                 else:
-                    rows[row["msgid"]] = row
-                    copies.append(row["msgid"])
+                    rows[copy.msgid] = copy
+                    copies.append(copy.msgid)
     if copies:  # a copy stored before is a duplicate like any other
         existing.update((msgid, id_) for msgid, id_ in conn.execute(_IDS, {"msgids": copies}))
     return rows, existing, twice
 
 
-def threads_of_claimed(session: Session, copies: list[dict[str, Any]]) -> set[int]:
+def threads_of_claimed(session: Session, copies: list[MessageRow]) -> set[int]:
     """The threads of the mails whose ids `copies` claim: their series are ambiguous now."""
-    claimed = {row["claimed_msgid"] for row in copies}
+    claimed = {row.claimed_msgid for row in copies}
     found = session.scalars(
         sa.select(Message.thread_id).where(
             Message.msgid.in_(claimed) | Message.claimed_msgid.in_(claimed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import datetime as dt
 import gc
 import hashlib
 import os
@@ -18,10 +19,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain, islice
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
+from sqlalchemy import JSON
 
 from bot.config import IngestSettings
-from bot.db.models import pack_mail
+from bot.db.models import Message, compress_mail, pack_mail
+from bot.db.session import json_text
 from bot.ingest.collector import no_collection
 from bot.ingest.sources import MboxFile, MboxSlice, RawMail
 from bot.ingest.storable import clean_quarantine, make_storable
@@ -39,7 +44,7 @@ class PreparedBatch:
 
     read: int = 0
     bytes_read: int = 0
-    messages: list[dict[str, Any]] = field(default_factory=list)  # Message columns
+    messages: list[MessageRow] = field(default_factory=list)
     quarantine: list[dict[str, Any]] = field(default_factory=list)  # QuarantinedMail columns
 
 
@@ -57,9 +62,56 @@ def quarantine_row(mail: RawMail, reason: str, keep: int | None = None) -> dict[
     return row
 
 
-def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
-    """The `messages` columns for a parsed message, as both databases can store them (thread_id
-    is the store's to fill in)."""
+class MessageRow(NamedTuple):
+    """A `messages` row as a parse worker hands it to the store: every column but those the
+    store fills in (`id`, `thread_id`, `ingested_at`), each value as the database takes it:
+    the JSON columns as the text stored (`json_text`), `raw` compressed. `date` comes last: the
+    one value the store still converts for its database.
+
+    A tuple, not a dict of the columns: the storing process unpickles every row, and a dict of
+    them, its JSON values as Python lists, took twice as long to unpickle and was then turned
+    into a tuple for the driver. `key in row` asks whether the row has that column, as for a
+    quarantine row, the dict that `prepare_batch` tells it apart from."""
+
+    msgid: str
+    in_reply_to: str | None
+    references: str  # JSON: the Message-IDs of References, in order
+    from_name: str
+    from_email: str
+    subject: str
+    title: str
+    kind: str
+    reply: bool
+    version: int
+    version_explicit: bool
+    counter: int
+    total: int
+    rfc: bool
+    resend: bool
+    prefixes: str  # JSON
+    list_id_header: str | None
+    base_commit: str | None
+    change_id: str | None
+    patch_fingerprint: str | None
+    files: str  # JSON
+    insertions: int
+    deletions: int
+    trailers: str  # JSON: [name, value] pairs
+    problems: str  # JSON
+    raw: bytes  # zstd-compressed, as `CompressedMail` stores it
+    raw_size: int
+    claimed_msgid: str | None  # set by the store for a copy (`bot.ingest.copies`)
+    date: dt.datetime | None
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._fields
+
+
+_JSON_COLUMNS = tuple(c.key for c in Message.__table__.c if isinstance(c.type, JSON))
+
+
+def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
+    """The `messages` columns for a parsed message, as both databases can store them."""
     s = parsed.subject
     row = {
         "msgid": parsed.msgid,
@@ -92,18 +144,20 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> dict[str, Any]:
         "deletions": parsed.deletions,
         "trailers": [[t.name, t.value] for t in parsed.trailers],
         "problems": parsed.problems,
-        "raw": pack_mail(raw),
+        "raw": compress_mail(raw),
         "raw_size": len(raw),
+        "claimed_msgid": None,
     }
     make_storable(row)  # here, in the parse workers: storing is the one process that waits
-    return row
+    row.update((key, json_text(row[key])) for key in _JSON_COLUMNS)
+    return MessageRow._make(map(row.__getitem__, MessageRow._fields))
 
 
-def has_review_trailers(row: dict[str, Any]) -> bool:
-    return bool(row["reply"]) and any(name in REVIEW_TRAILERS for name, _ in row["trailers"])
+def has_review_trailers(row: MessageRow) -> bool:
+    return row.reply and any(name in REVIEW_TRAILERS for name, _ in orjson.loads(row.trailers))
 
 
-def prepare_mail(mail: RawMail, settings: IngestSettings) -> dict[str, Any]:
+def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[str, Any]:
     """A message row, or a quarantine row (it has a "reason") saying why there is none."""
     size = len(mail.data)
     if size > settings.max_message_bytes:

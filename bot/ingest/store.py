@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import operator
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 import zstandard
 from sqlalchemy.engine import Dialect
@@ -31,20 +31,26 @@ from bot.db.models import (
     MailingList,
     Message,
     MessageList,
+    PackedMail,
     QuarantinedMail,
     pack_mail,
     utcnow,
 )
-from bot.db.session import Database, json_text
-from bot.db.value_lists import in_param, in_values, insert_tuples
+from bot.db.session import Database
+from bot.db.value_lists import in_param, in_values, insert_tuples, sqlite_inserted_ids
 from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.copies import sort_out, threads_of_claimed
-from bot.ingest.prepare import PreparedBatch, has_review_trailers, prepared_batches
+from bot.ingest.prepare import (
+    MessageRow,
+    PreparedBatch,
+    has_review_trailers,
+    prepared_batches,
+)
 from bot.ingest.sources import MboxFile, RawMail
 from bot.ingest.storable import clean_text
 from bot.ingest.upkeep import StatisticsUpkeep
 from bot.series.assemble import update_series
-from bot.series.parts import thread_message
+from bot.series.parts import ThreadMessage, thread_message
 from bot.series.threads import ThreadIndex
 from bot.series.unthreaded import is_unthreaded_part
 
@@ -133,6 +139,13 @@ class ListResolver:
         return self.ids[name]
 
 
+def _thread_message(row: MessageRow, references: list[str]) -> ThreadMessage:
+    """A message row, its References decoded, as series grouping sees it."""
+    return thread_message(
+        {**row._asdict(), "references": references, "prefixes": orjson.loads(row.prefixes)}
+    )
+
+
 def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary) -> None:
     unique = {row["sha256"]: row for row in rows}
     summary.duplicates += len(rows) - len(unique)
@@ -147,93 +160,61 @@ def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary
     summary.quarantine_reasons = [f"{r['source']}: {r['reason']}" for r in fresh]
 
 
-def _insert_messages(session: Session, rows: list[dict[str, Any]]) -> None:
-    """Insert new message rows; their ids are read back by msgid afterwards.
+def _insert_messages(
+    session: Session, rows: list[MessageRow], thread_ids: list[int]
+) -> Sequence[int]:
+    """Insert new message rows in the threads given; their ids, in order.
 
-    Not through SQLAlchemy's executemany: RETURNING makes it send the rows one statement at a
-    time, the ORM's bulk insert costs three times more again, and its generic per-parameter
-    handling cost more than the insert itself. The rows go to the driver as tuples, converted
-    by the columns' own bind processors: an executemany on SQLite, a COPY on PostgreSQL.
+    Not through SQLAlchemy's insert: RETURNING makes its executemany send the rows one
+    statement at a time, and its handling of every parameter cost more than the insert itself.
+    A message row holds its values as the driver takes them but for the date, converted here:
+    the rows go as tuples to an executemany, or to a COPY on PostgreSQL (psycopg). The ids are
+    read back by msgid, but on SQLite (`sqlite_inserted_ids`).
     """
     conn = session.connection()
     insert = _message_insert(conn.dialect)
-    # Rows with other keys (a column added later) take the generic path, defaults and all.
-    if insert is not None and all(row.keys() == insert.keys for row in rows):
-        insert.execute(conn, rows)
-        return
-    conn.execute(sa.insert(Message.__table__), rows)
+    date = insert.date
+    ingested_at = insert.stamp(utcnow())  # the column's default, once per batch (one commit)
+    values = [(*row[:-1], date(row.date), thread_id, ingested_at)
+              for row, thread_id in zip(rows, thread_ids, strict=True)]  # fmt: skip
+    if insert.copy is None:
+        insert_tuples(conn, Message.__table__, _MESSAGE_KEYS, values)
+    else:
+        # The session's own connection: the COPY is part of the batch's transaction.
+        with conn.connection.driver_connection.cursor() as cursor, cursor.copy(insert.copy) as out:
+            for row in values:
+                out.write_row(row)
+    if conn.dialect.name == "sqlite":
+        return sqlite_inserted_ids(conn, len(rows))
+    id_of = dict(conn.execute(_MESSAGE_IDS, {"msgids": [r.msgid for r in rows]}).all())
+    return [id_of[r.msgid] for r in rows]
+
+
+# The columns of a message row (`date` last) and those the store fills in, in the order
+# `_insert_messages` gives their values.
+_MESSAGE_KEYS = (*MessageRow._fields, "thread_id", "ingested_at")
 
 
 @dataclass(frozen=True)
 class _MessageInsert:
-    """An INSERT (SQLite) or COPY (PostgreSQL) of every message column but id, each value
-    through its column's bind processor (`_bind_processor`)."""
+    """How message rows go to one database: the bind processors of the date and of the time of
+    storing, and psycopg's COPY statement (None: an executemany)."""
 
-    sql: str
-    copy: bool
-    values: Callable[[dict[str, Any], Any], tuple[Any, ...]]  # (row, ingested_at) -> values
-    keys: frozenset[str]  # what a row must hold: the columns but `ingested_at`
-    stamp: Any  # the bind processor of `ingested_at`, the last column, filled in here
-
-    def execute(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
-        ingested_at = self.stamp(utcnow())  # the column's default, once per batch (one commit)
-        to_values = self.values
-        values = [to_values(r, ingested_at) for r in rows]
-        if not self.copy:
-            conn.exec_driver_sql(self.sql, values)
-            return
-        # The session's own connection: the COPY is part of the batch's transaction.
-        with conn.connection.driver_connection.cursor() as cursor, cursor.copy(self.sql) as copy:
-            for row in values:
-                copy.write_row(row)
+    date: Callable[[Any], Any]
+    stamp: Callable[[Any], Any]
+    copy: str | None
 
 
 @functools.cache
-def _message_insert(dialect: Dialect) -> _MessageInsert | None:
-    if dialect.driver not in ("pysqlite", "psycopg"):
-        return None  # the COPY below is psycopg 3's
+def _message_insert(dialect: Dialect) -> _MessageInsert:
     table = Message.__table__
-    keys = [c.key for c in table.c if c.key not in ("id", "ingested_at")]
-    names = ", ".join(dialect.identifier_preparer.quote(k) for k in [*keys, "ingested_at"])
-    marks = ", ".join("?" for _ in range(len(keys) + 1))
-    copy = dialect.name == "postgresql"
-    return _MessageInsert(
-        sql=(f"COPY {table.name} ({names}) FROM STDIN" if copy
-             else f"INSERT INTO {table.name} ({names}) VALUES ({marks})"),
-        copy=copy,
-        values=_values_function(keys, [_bind_processor(table.c[k], dialect) for k in keys]),
-        keys=frozenset(keys),
-        stamp=table.c.ingested_at.type._cached_bind_processor(dialect),
-    )
-
-
-def _values_function(
-    keys: list[str], processors: list[Callable[[Any], Any] | None]
-) -> Callable[[dict[str, Any], Any], tuple[Any, ...]]:
-    """`(row, last) -> (row[key] for each of keys, through its processor if any; last)`: the
-    keys read at once, and only the few columns with a processor converted."""
-    read = operator.itemgetter(*keys)
-    convert = [(i, proc) for i, proc in enumerate(processors) if proc is not None]
-
-    def values(row: dict[str, Any], last: Any) -> tuple[Any, ...]:
-        out = [*read(row), last]
-        for i, proc in convert:
-            out[i] = proc(out[i])
-        return tuple(out)  # exec_driver_sql takes tuples (or dicts) only
-
-    return values
-
-
-def _bind_processor(column: sa.Column[Any], dialect: Dialect) -> Callable[[Any], Any] | None:
-    """How a column's value goes to the driver: JSON straight through the engines' serializer
-    (SQLAlchemy's wrapper around it cost a tenth of the insert); a bool as it is (`message_row`
-    makes them bools, which SQLite stores as the 1 or 0 the processor would make and psycopg
-    as the boolean: the processor only checked that it is one); the rest as the type says."""
-    if isinstance(column.type, sa.JSON):
-        return json_text
-    if isinstance(column.type, sa.Boolean):
-        return None
-    return column.type._cached_bind_processor(dialect)
+    copy = None
+    if dialect.driver == "psycopg":
+        names = ", ".join(dialect.identifier_preparer.quote(k) for k in _MESSAGE_KEYS)
+        copy = f"COPY {table.name} ({names}) FROM STDIN"
+    return _MessageInsert(date=table.c.date.type._cached_bind_processor(dialect),
+                          stamp=table.c.ingested_at.type._cached_bind_processor(dialect),
+                          copy=copy)  # fmt: skip
 
 
 def store_batch(session: Session, batch: PreparedBatch, *, lists: ListResolver) -> IngestSummary:
@@ -285,17 +266,17 @@ def _refused(part: PreparedBatch, exc: BaseException) -> PreparedBatch:
         row = dict(part.quarantine[0], raw=pack_mail(b""), truncated=True)
         return PreparedBatch(quarantine=[row])
     row = part.messages[0]
-    raw = zstandard.ZstdDecompressor().decompress(row["raw"])
+    raw = zstandard.ZstdDecompressor().decompress(row.raw)
     cause = getattr(exc, "orig", None) or exc  # the driver's words, not SQLAlchemy's wrapping
     said = (str(cause).strip().splitlines() or [""])[0]
-    reason = (f"the database refused to store message <{row['msgid'][:200]}> "
+    reason = (f"the database refused to store message <{row.msgid[:200]}> "
               f"({type(cause).__name__}: {said[:300]}); a gap in lorelab's checks: "
               "please report it")
     return PreparedBatch(quarantine=[{
         "sha256": hashlib.sha256(raw).hexdigest(),
-        "source": f"message <{row['msgid'][:200]}>",
+        "source": f"message <{row.msgid[:200]}>",
         "reason": clean_text(reason, "reason", []),
-        "raw": row["raw"],
+        "raw": PackedMail(row.raw),  # compressed already
         "raw_size": len(raw),
         "truncated": False,
     }])
@@ -318,36 +299,32 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
     summary.duplicates += twice + len(existing)
     links: set[tuple[int, int]] = set()
     for msgid, message_id in existing.items():
-        if name := lists.name_for(rows[msgid]["list_id_header"]):
+        if name := lists.name_for(rows[msgid].list_id_header):
             links.add((message_id, lists.id_for(session, name)))
 
     new = [row for msgid, row in rows.items() if msgid not in existing]
     if new:
-        related = [r for row in new for r in [*row["references"], row["in_reply_to"]] if r]
+        with_refs = [(row, orjson.loads(row.references)) for row in new]  # References decoded
+        related = [r for row, refs in with_refs for r in [*refs, row.in_reply_to] if r]
         # Series sent without threading headers: their parts find each other's threads.
-        candidates = (r for r in new if r["total"] > 1 and not r["in_reply_to"])
-        parts = [p for p in map(thread_message, candidates) if is_unthreaded_part(p)]
-        threads = ThreadIndex(session, [row["msgid"] for row in new], related, parts)
-        for row in new:
-            threads.assign(row["msgid"], row["in_reply_to"], row["references"])
+        candidates = (_thread_message(row, refs) for row, refs in with_refs
+                      if row.total > 1 and not row.in_reply_to and not refs)  # fmt: skip
+        parts = [p for p in candidates if is_unthreaded_part(p)]
+        threads = ThreadIndex(session, [row.msgid for row in new], related, parts)
+        for row, refs in with_refs:
+            threads.assign(row.msgid, row.in_reply_to, refs)
         threads.store_new()
-        for row in new:
-            row["thread_id"] = threads.thread_of[row["msgid"]]
-        _insert_messages(session, new)
-        id_of = dict(session.connection().execute(
-            _MESSAGE_IDS, {"msgids": [r["msgid"] for r in new]}
-        ).all())  # fmt: skip
-        ids = [id_of[row["msgid"]] for row in new]
+        ids = _insert_messages(session, new, [threads.thread_of[row.msgid] for row in new])
         for row, message_id in zip(new, ids, strict=True):
-            if name := lists.name_for(row["list_id_header"]):
+            if name := lists.name_for(row.list_id_header):
                 links.add((message_id, lists.id_for(session, name)))
         summary.stored = len(new)
         # Merged threads have a new id: take thread ids after all assignments.
         posting_threads = threads.merged | {
-            threads.thread_of[r["msgid"]] for r in new if r["kind"] in ("cover", "patch")
+            threads.thread_of[r.msgid] for r in new if r.kind in ("cover", "patch")
         }
-        trailer_threads = {threads.thread_of[r["msgid"]] for r in new if has_review_trailers(r)}
-        if copies := [r for r in new if r["claimed_msgid"]]:
+        trailer_threads = {threads.thread_of[r.msgid] for r in new if has_review_trailers(r)}
+        if copies := [r for r in new if r.claimed_msgid]:
             posting_threads |= threads_of_claimed(session, copies)
         assembled = update_series(session, posting_threads, trailer_threads)
         summary.series_created = assembled.series_created

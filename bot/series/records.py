@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 
 from bot.db.models import Patch, Series, SeriesVersion, utcnow
-from bot.db.value_lists import in_param, in_values, insert_tuples
+from bot.db.value_lists import in_param, in_values, insert_tuples, sqlite_inserted_ids
 from bot.series.grouping import series_title
 
 _SERIES = Series.__table__
@@ -171,15 +171,21 @@ def _insert_numbered(
 ) -> None:
     """Insert `rows` and give each record its new id.
 
-    RETURNING sends the ids back from the same statements (a few rows per statement with
-    SQLAlchemy's insertmanyvalues), in an order neither database promises. The ids themselves
-    follow the rows: SQLite numbers the rows of an INSERT one after another (the largest rowid
-    plus one), PostgreSQL's sequence hands out rising numbers in the order of VALUES, and a
-    later statement gets later numbers on both. (SQLAlchemy's own `sort_by_parameter_order`
-    falls back to one statement per row on SQLite.)"""
+    On SQLite the rows go as one executemany and the ids are those SQLite numbers them with
+    (`sqlite_inserted_ids`): RETURNING came with SQLAlchemy's statements of a few rows each, a
+    text of another length at every batch that SQLite compiled anew. On PostgreSQL RETURNING
+    sends the ids back, in an order it does not promise; they follow the rows, as its sequence
+    hands out rising numbers in the order of VALUES and a later statement gets later ones.
+    (SQLAlchemy's own `sort_by_parameter_order` falls back to one statement per row on
+    SQLite.)"""
     if not rows:
         return
-    ids = sorted(conn.execute(sa.insert(table).returning(table.c.id), rows).scalars())
+    ids: Iterable[int]
+    if conn.dialect.name == "sqlite":
+        conn.execute(sa.insert(table), rows)
+        ids = sqlite_inserted_ids(conn, len(rows))
+    else:
+        ids = sorted(conn.execute(sa.insert(table).returning(table.c.id), rows).scalars())
     for record, new_id in zip(records, ids, strict=True):
         record.id = new_id
 

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread
-from bot.db.value_lists import in_param
+from bot.db.value_lists import in_param, sqlite_inserted_ids
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, thread_message
 
@@ -107,7 +107,11 @@ class ThreadIndex:
         roots = list(self.new_roots.values())
         conn = self.session.connection()
         conn.execute(sa.insert(_THREADS), [{"root_msgid": root} for root in roots])
-        real: dict[str, int] = dict(conn.execute(_THREADS_BY_ROOT, {"roots": roots}).all())
+        real: dict[str, int]
+        if conn.dialect.name == "sqlite":
+            real = dict(zip(roots, sqlite_inserted_ids(conn, len(roots)), strict=True))
+        else:
+            real = dict(conn.execute(_THREADS_BY_ROOT, {"roots": roots}).all())
         ids = {provisional: real[root] for provisional, root in self.new_roots.items()}
         for table in (self.thread_of, self.by_root):
             for key, value in table.items():

@@ -163,6 +163,8 @@ def test_a_mail_the_database_still_refuses_is_quarantined_and_the_rest_stored(
     assert {"ok1@x", "ok2@x"} <= stored.keys() and "no@x" not in stored
     (reason,) = quarantined.values()
     assert reason.startswith("the database refused to store message <no@x>")
+    with db.session() as session:  # the mail as received, not compressed twice
+        assert session.scalars(sa.select(QuarantinedMail.raw)).one() == mails[1].data
     again = ingest(db, mails, settings=IngestSettings(batch_size=100), list_name="linux-mm")
     assert (again.stored, again.quarantined, again.duplicates) == (0, 0, 3)
 

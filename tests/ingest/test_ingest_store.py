@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import orjson
 import sqlalchemy as sa
 
 from bot.config import IngestSettings
@@ -59,10 +60,11 @@ def test_a_stored_message_reads_back_as_parsed(db: Database) -> None:
         assert stored.date == dt.datetime(2024, 1, 2, 9, 0, tzinfo=dt.UTC)
         assert stored.ingested_at.tzinfo is not None
         assert stored.raw == raw
-        for key in ("msgid", "references", "kind", "version", "version_explicit", "counter",
-                    "total", "rfc", "reply", "prefixes", "files", "trailers", "problems",
-                    "insertions", "deletions", "title", "raw_size"):  # fmt: skip
-            assert getattr(stored, key) == expected[key], key
+        for key in ("msgid", "kind", "version", "version_explicit", "counter", "total", "rfc",
+                    "reply", "insertions", "deletions", "title", "raw_size"):  # fmt: skip
+            assert getattr(stored, key) == getattr(expected, key), key
+        for key in ("references", "prefixes", "files", "trailers", "problems"):  # JSON text
+            assert getattr(stored, key) == orjson.loads(getattr(expected, key)), key
         assert stored.trailers[0] == ["Reviewed-by", "Rita Reviewer <rita@example.org>"]
         assert stored.thread_id is not None
 

@@ -3,16 +3,18 @@ finds what SQLAlchemy's general way does (issue 15)."""
 
 from __future__ import annotations
 
+import pickle
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import MailingList, Message, pack_mail
+from bot.db.models import MailingList, Message, PackedMail, pack_mail
 from bot.db.session import Database
 from bot.db.value_lists import in_param, insert_tuples
-from bot.ingest.prepare import prepare_mail
+from bot.ingest.prepare import MessageRow, prepare_batch, prepare_mail
 from bot.ingest.sources import RawMail
 from bot.ingest.store import _insert_messages
 from bot.series.shared_ids import shared_ids
@@ -44,14 +46,35 @@ def stored_as_is(db: Database, msgid: str) -> tuple[Any, ...]:
 
 def test_the_short_message_insert_stores_what_sqlalchemys_insert_stores(db: Database) -> None:
     row = prepare_mail(RawMail(PATCH, "test#0"), IngestSettings())
-    assert row["rfc"] and row["resend"] and row["version_explicit"] and not row["reply"]
-    assert row["trailers"] and row["references"] and row["problems"] == []
-    short = dict(row, msgid="short@example.org", thread_id=None, claimed_msgid=None)
-    general = dict(row, msgid="general@example.org", thread_id=None, claimed_msgid=None)
+    assert isinstance(row, MessageRow) and "msgid" in row and "reason" not in row
+    assert row.rfc and row.resend and row.version_explicit and not row.reply
+    assert row.trailers != "[]" and row.references != "[]" and row.problems == "[]"
+    # The same row as SQLAlchemy's insert takes it: JSON as values, the mail marked compressed.
+    json_columns = [c.key for c in Message.__table__.c if isinstance(c.type, sa.JSON)]
+    general = {**row._asdict(), **{key: orjson.loads(getattr(row, key)) for key in json_columns},
+               "msgid": "general@example.org", "raw": PackedMail(row.raw), "thread_id": None}
     with db.session() as session:
-        _insert_messages(session, [short])
         session.connection().execute(sa.insert(Message.__table__), [general])
-    assert stored_as_is(db, "short@example.org") == stored_as_is(db, "general@example.org")
+        short = [row._replace(msgid=f"short{n}@example.org") for n in range(3)]
+        ids = _insert_messages(session, short, [None] * 3)
+        stored_ids = dict(session.execute(sa.select(Message.msgid, Message.id)).all())
+    assert list(ids) == [stored_ids[r.msgid] for r in short]
+    assert stored_as_is(db, "short0@example.org") == stored_as_is(db, "general@example.org")
+
+
+def test_a_mail_whose_values_say_reason_is_a_message_not_a_quarantine_record() -> None:
+    """`prepare_batch` tells message rows from quarantine records by `"reason" in row`: for a
+    message row that asks for a column, not a value."""
+    raw = b"From: reason <reason@x>\nSubject: reason\nMessage-ID: <reason>\n\nreason\n"
+    batch = prepare_batch([RawMail(raw, "test#0")], IngestSettings())
+    assert batch.quarantine == [] and [row.msgid for row in batch.messages] == ["reason"]
+    assert pickle.loads(pickle.dumps(batch.messages)) == batch.messages  # as workers hand it
+
+
+def test_a_message_row_holds_every_column_but_those_the_store_fills_in() -> None:
+    filled_in = {"id", "thread_id", "ingested_at"}
+    assert set(MessageRow._fields) == {c.key for c in Message.__table__.c} - filled_in
+    assert MessageRow._fields[-1] == "date"  # the one value `_insert_messages` converts
 
 
 def test_rows_inserted_as_tuples_are_found_by_a_list_parameter(db: Database) -> None:
