@@ -1,15 +1,17 @@
 """Storing what a live source read, and moving its cursor in the same transaction.
 
-A source (the lore feed, a public-inbox git epoch) turns what it read into `Step`s in order: a
-mail to store, a removal to record, a feed entry to quarantine, an archive object that could
-not be read (a skip, recorded with its commit and reason), and the cursor position that holds
-once the step is stored. `store_steps` writes batch by batch; each batch's messages,
-removals, quarantine rows and the cursor update commit together, so a crash between fetch and
-commit loses nothing and reading again stores nothing twice.
+The lore feed turns what it read into `Step`s in order: a mail to store, a feed entry to
+quarantine, and the cursor position that holds once the step is stored; `store_steps` writes
+them batch by batch. A public-inbox archive is walked as `EpochSlice`s, which the parse workers
+read themselves; `store_slices` writes each with the removals and unreadable objects (skips,
+with their commit and reason) its worker met. Either way a batch's messages, quarantine rows,
+removals, skips and cursor update commit together, so a crash between fetch and commit loses
+nothing and reading again stores nothing twice.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,35 +24,19 @@ from bot.db.models import IngestSkip, MessageRemoval
 from bot.db.session import Database
 from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.cursor import CursorKey, advance
-from bot.ingest.prepare import PreparedBatch, prepared_batches, quarantine_row
+from bot.ingest.epoch_slice import EpochSlice
+from bot.ingest.prepare import PreparedBatch, prepare_all, prepared_batches, quarantine_row
 from bot.ingest.sources import RawMail
 from bot.ingest.storable import storable_msgid
 from bot.ingest.store import IngestSummary, ListResolver, store_batch
 from bot.ingest.upkeep import StatisticsUpkeep
 
-
-@dataclass(frozen=True)
-class Removal:
-    msgid: str
-    commit: str  # the archive's commit (or other token) that removed it
-    reason: str = "removed from the archive"
-
-
-@dataclass(frozen=True)
-class Skip:
-    """An archive commit whose message object could not be read, and why."""
-
-    epoch: int | None
-    commit: str
-    object: str
-    reason: str
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Step:
     mail: RawMail | None = None
-    removal: Removal | None = None
-    skip: Skip | None = None
     bad: tuple[RawMail, str] | None = None  # input to quarantine without parsing, and why
     position: dict[str, Any] | None = None  # merged into the cursor once this step is stored
 
@@ -78,6 +64,49 @@ def _record_once(session: Session, model: type[MessageRemoval | IngestSkip], key
     return True
 
 
+def _record_archive_events(session: Session, key: CursorKey, batch: PreparedBatch,
+                           summary: LiveSummary) -> None:
+    """The removals and unreadable objects an epoch slice met, each recorded once."""
+    for removal in batch.removals:
+        summary.removals += _record_once(
+            session, MessageRemoval, key, removal.commit, msgid=storable_msgid(removal.msgid),
+            list_name=key.list_name, reason=removal.reason,
+        )
+    for skip in batch.skips:
+        if _record_once(session, IngestSkip, key, skip.commit, epoch=skip.epoch,
+                        object=skip.object, reason=skip.reason):
+            summary.skipped += 1
+            log.warning("%s: epoch %s commit %s: %s; skipped", key.location, skip.epoch,
+                        skip.commit, skip.reason)
+
+
+def store_slices(
+    db: Database,
+    slices: Iterable[EpochSlice],
+    *,
+    key: CursorKey,
+    settings: IngestSettings,
+    known_lists: list[ListSettings] | None = None,
+    on_stored: Callable[[int], None] | None = None,
+) -> LiveSummary:
+    """Store the slices of an archive's epochs in order, each with its removals, skips and
+    cursor in one transaction. `on_stored(changes)` is told how many changes each covered."""
+    summary = LiveSummary()
+    lists = ListResolver(known_lists or [], key.list_name)
+    upkeep = StatisticsUpkeep(db)
+    with frozen_heap():
+        for batch in prepare_all(slices, settings):
+            with no_collection(), db.session() as session:
+                got = store_batch(session, batch, lists=lists)
+                _record_archive_events(session, key, batch, summary)
+                advance(session, key, batch.position, got.stored)
+            summary.ingest.add(got)
+            upkeep.stored(got.stored)
+            if on_stored is not None:
+                on_stored(batch.read + len(batch.removals) + len(batch.skips))
+    return summary
+
+
 def store_steps(
     db: Database,
     steps: Iterable[Step],
@@ -102,7 +131,7 @@ def store_steps(
         for step in steps:
             if step.mail is not None:
                 mails_read += 1
-            if step.removal or step.skip or step.bad or step.position is not None:
+            if step.bad or step.position is not None:
                 waiting.append((mails_read, step))
             if step.mail is not None:
                 yield step.mail
@@ -114,17 +143,6 @@ def store_steps(
         while waiting and (upto is None or waiting[0][0] <= upto):
             _, step = waiting.pop(0)
             others += step.mail is None
-            removal, skip = step.removal, step.skip
-            if removal is not None and _record_once(
-                session, MessageRemoval, key, removal.commit, msgid=storable_msgid(removal.msgid),
-                list_name=key.list_name, reason=removal.reason,
-            ):
-                summary.removals += 1
-            if skip is not None and _record_once(
-                session, IngestSkip, key, skip.commit, epoch=skip.epoch, object=skip.object,
-                reason=skip.reason,
-            ):
-                summary.skipped += 1
             if step.bad is not None:
                 mail, reason = step.bad
                 got = store_batch(

@@ -5,9 +5,9 @@ under the data directory, then fetched). Each message is a commit whose tree hol
 a removal is a commit renaming `m` to `d`. Per epoch the cursor is the last commit stored; a
 cursor that is no longer an ancestor of the epoch's head means the history was rewritten (a
 purge), and the epoch is walked again from the start (storing is idempotent). Blobs are read by
-one long-running `git cat-file --batch` per epoch, which is what makes a backfill fast; a blob
-that is missing or corrupt is recorded as skipped (`ingest_skips`, with its commit and reason)
-and the walk goes on past it.
+a parse worker, a slice of an epoch at a time (`bot.ingest.epoch_slice`); a blob that is missing
+or corrupt is recorded as skipped (`ingest_skips`, with its commit and reason) and the walk goes
+on past it.
 """
 
 from __future__ import annotations
@@ -17,20 +17,16 @@ import logging
 import re
 import subprocess
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
 from bot.git import GitError, run_git
-from bot.ingest.catfile import read_blobs
 from bot.ingest.cursor import CursorKey, load_position, record_poll
-from bot.ingest.live import LiveSummary, Removal, Skip, Step, store_steps
-from bot.ingest.sources import RawMail
+from bot.ingest.epoch_slice import Change, EpochSlice
+from bot.ingest.live import LiveSummary, store_slices
 
 log = logging.getLogger(__name__)
-
-_MSGID = re.compile(rb"^message-id:[ \t]*<?([^>\s]+)>?", re.IGNORECASE | re.MULTILINE)
 
 
 class GitArchiveError(GitError):
@@ -39,15 +35,6 @@ class GitArchiveError(GitError):
 
 # An epoch is a bare repository; its failures are the archive's.
 _EPOCH = {"bare": True, "error": GitArchiveError}
-
-
-@dataclass(frozen=True)
-class Change:
-    """One commit of an epoch: a message blob added, or a message removed (`m` -> `d`)."""
-
-    commit: str
-    blob: str
-    removed: bool
 
 
 def parse_log(out: bytes) -> list[Change]:
@@ -73,12 +60,6 @@ def parse_log(out: bytes) -> list[Change]:
         elif "d" in added:
             changes.append(Change(commit, added["d"], removed=True))
     return changes
-
-
-def msgid_of(raw: bytes) -> str:
-    head = raw.split(b"\n\n", 1)[0]
-    found = _MSGID.search(head)
-    return found.group(1).decode(errors="replace") if found else ""
 
 
 def mirror_dir(url: str) -> Path:
@@ -158,13 +139,12 @@ class PiGitSource:
                       "--format=%x00%H", rev, **_EPOCH).stdout
         return parse_log(out), rewritten
 
-    def steps(self, position: dict[str, str],
-              on_epoch: Callable[[int, int], None] | None = None) -> Iterator[Step]:
-        """Every change after the cursors, epoch by epoch, oldest first; `on_epoch(number,
-        changes)` is told as each epoch starts. An unreadable object becomes a `Skip`."""
+    def slices(self, position: dict[str, str], per_slice: int,
+               on_epoch: Callable[[int, int], None] | None = None) -> Iterator[EpochSlice]:
+        """Every change after the cursors, epoch by epoch, oldest first, `per_slice` changes to
+        a slice; `on_epoch(number, changes)` is told as each epoch starts."""
         for number, git_dir in self.epochs():
-            cursor_name = f"epoch/{number}"
-            changes, rewritten = self.changes(git_dir, position.get(cursor_name))
+            changes, rewritten = self.changes(git_dir, position.get(f"epoch/{number}"))
             if rewritten:
                 log.warning("%s: epoch %d history was rewritten (purged?); walking it again",
                             self.location, number)
@@ -172,22 +152,9 @@ class PiGitSource:
                 continue
             if on_epoch is not None:
                 on_epoch(number, len(changes))
-            blobs = read_blobs(git_dir, [c.blob for c in changes])
-            for change, blob in zip(changes, blobs, strict=True):
-                update = {cursor_name: change.commit}
-                if blob.data is None:
-                    log.warning("%s: epoch %d commit %s: %s; skipped", self.location, number,
-                                change.commit, blob.problem)
-                    skip = Skip(number, change.commit, change.blob, blob.problem or "")
-                    yield Step(skip=skip, position=update)
-                elif change.removed:
-                    # The stored copy (if any) stays; the removal is recorded beside it.
-                    removal = Removal(msgid_of(blob.data), change.commit,
-                                      f"removed from {self.location} epoch {number}")
-                    yield Step(removal=removal, position=update)
-                else:
-                    origin = f"pi-git:{self.location}#{number}:{change.commit}"
-                    yield Step(mail=RawMail(blob.data, origin), position=update)
+            for start in range(0, len(changes), per_slice):
+                yield EpochSlice(self.location, number, str(git_dir),
+                                 tuple(changes[start : start + per_slice]))
 
     def poll(
         self,
@@ -202,9 +169,9 @@ class PiGitSource:
         on_epoch = progress.epoch if progress is not None else None
         on_stored = progress.stored if progress is not None else None
         try:
-            steps = self.steps(load_position(db, self.key), on_epoch)
-            summary = store_steps(db, steps, key=self.key, settings=settings,
-                                  known_lists=known_lists, on_stored=on_stored)
+            slices = self.slices(load_position(db, self.key), settings.batch_size, on_epoch)
+            summary = store_slices(db, slices, key=self.key, settings=settings,
+                                   known_lists=known_lists, on_stored=on_stored)
         except Exception as exc:
             record_poll(db, self.key, f"{type(exc).__name__}: {exc}")
             raise

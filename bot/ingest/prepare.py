@@ -28,6 +28,7 @@ from bot.config import IngestSettings
 from bot.db.models import Message, compress_mail, pack_mail
 from bot.db.session import json_text
 from bot.ingest.collector import no_collection
+from bot.ingest.epoch_slice import EpochSlice, Removal, Skip
 from bot.ingest.sources import MboxFile, MboxSlice, RawMail
 from bot.ingest.storable import clean_quarantine, make_storable
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
@@ -40,12 +41,16 @@ WORKER_GC_THRESHOLD = 100_000  # a parse worker's first-generation threshold (th
 
 @dataclass
 class PreparedBatch:
-    """One batch of mail, parsed: message rows to insert and quarantine rows."""
+    """One batch of mail, parsed: message rows to insert and quarantine rows; from an epoch
+    slice also its removals and skips, and the cursor position that holds once it is stored."""
 
     read: int = 0
     bytes_read: int = 0
     messages: list[MessageRow] = field(default_factory=list)
     quarantine: list[dict[str, Any]] = field(default_factory=list)  # QuarantinedMail columns
+    removals: list[Removal] = field(default_factory=list)
+    skips: list[Skip] = field(default_factory=list)
+    position: dict[str, str] = field(default_factory=dict)
 
 
 def quarantine_row(mail: RawMail, reason: str, keep: int | None = None) -> dict[str, Any]:
@@ -179,13 +184,28 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[s
         )
 
 
-def prepare_batch(batch: list[RawMail] | MboxSlice, settings: IngestSettings) -> PreparedBatch:
-    """Parse a batch: mail read by the caller, or a slice of an mbox this process reads."""
+Batch = list[RawMail] | MboxSlice | EpochSlice
+
+
+def prepare_batch(batch: Batch, settings: IngestSettings) -> PreparedBatch:
+    """Parse a batch: mail read by the caller, or a slice of an mbox or of an archive's epoch
+    that this process reads."""
+    out = PreparedBatch()
     if isinstance(batch, MboxSlice):
-        batch = batch.mails()
-    out = PreparedBatch(read=len(batch), bytes_read=sum(len(m.data) for m in batch))
+        mails = batch.mails()
+    elif isinstance(batch, EpochSlice):
+        mails = []
+        for item in batch.read():
+            if isinstance(item, RawMail):
+                mails.append(item)
+            else:
+                (out.removals if isinstance(item, Removal) else out.skips).append(item)
+        out.position = batch.position()
+    else:
+        mails = batch
+    out.read, out.bytes_read = len(mails), sum(len(m.data) for m in mails)
     with no_collection():  # parsing makes no cycles worth a collection mid-batch
-        for mail in batch:
+        for mail in mails:
             row = prepare_mail(mail, settings)
             (out.quarantine if "reason" in row else out.messages).append(row)
     return out
@@ -217,13 +237,19 @@ def die_with_parent(parent: int) -> None:
 def prepared_batches(
     mails: Iterable[RawMail] | MboxFile, settings: IngestSettings
 ) -> Iterator[PreparedBatch]:
-    """Batches in input order; parsed in worker processes when there is more than one. A plain
-    mbox file is handed to them as slices: they read and split the mail themselves."""
-    batches: Iterator[list[RawMail] | MboxSlice]
+    """Batches of `mails` in input order (see `prepare_all`). A plain mbox file is handed to the
+    workers as slices: they read and split the mail themselves."""
+    batches: Iterator[Batch]
     if isinstance(mails, MboxFile) and mails.plain():
         batches = mails.slices(settings.batch_size)
     else:
         batches = batched(mails, settings.batch_size)
+    return prepare_all(batches, settings)
+
+
+def prepare_all(batches: Iterable[Batch], settings: IngestSettings) -> Iterator[PreparedBatch]:
+    """Each batch prepared, in input order; in worker processes when there is more than one."""
+    batches = iter(batches)
     head = list(islice(batches, 2))
     if len(head) < 2 or settings.parse_workers <= 0:
         # One batch (a delivery, a small file): starting processes would cost more than it saves.

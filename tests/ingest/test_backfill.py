@@ -18,7 +18,9 @@ from rich.console import Console
 
 from bot.cli.progress import WalkBar
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
-from bot.ingest.pigit import PiGitSource, msgid_of, parse_log
+from bot.ingest.epoch_slice import msgid_of
+from bot.ingest.pigit import PiGitSource, parse_log
+from bot.ingest.sources import RawMail
 from tests.cli import Lorelab
 from tests.support.pi_server import PublicInbox, missing_reason
 
@@ -134,12 +136,11 @@ def test_epochs_are_walked_in_order_and_the_bar_shows_each_epoch_and_its_rate(
 ) -> None:
     raws, pi = archive(tmp_path, tree)
     source = PiGitSource(str(pi.inbox), "linux-mm")
-    walked = [step.mail.origin for step in source.steps({}) if step.mail is not None]
-    epochs_in_order = [int(origin.split("#", 1)[1].split(":", 1)[0]) for origin in walked]
+    walked = [item for piece in source.slices({}, 4) for item in piece.read()]
+    assert all(isinstance(mail, RawMail) for mail in walked)
+    epochs_in_order = [int(mail.origin.split("#", 1)[1].split(":", 1)[0]) for mail in walked]
     assert epochs_in_order == sorted(epochs_in_order) and epochs_in_order[-1] >= 2
-    assert [msgid_of(raw) for raw in raws] == [
-        msgid_of(step.mail.data) for step in source.steps({}) if step.mail is not None
-    ]
+    assert [msgid_of(raw) for raw in raws] == [msgid_of(mail.data) for mail in walked]
 
     screen = StringIO()
     with WalkBar(Console(file=screen, force_terminal=True, width=100)) as bar:

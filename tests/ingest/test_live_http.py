@@ -18,9 +18,9 @@ from bot.config import IngestSettings
 from bot.db.models import IngestCursor, Message, QuarantinedMail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, as_mbox, make_series, make_tree
+from bot.ingest.epoch_slice import msgid_of
 from bot.ingest.http import FetchError, HttpPolicy, fetch, make_session
 from bot.ingest.lore import LoreSource
-from bot.ingest.pigit import msgid_of
 
 FAST = HttpPolicy(attempts=3, backoff=0.01, max_wait=0.05, timeout=(2.0, 0.5))
 

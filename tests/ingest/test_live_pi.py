@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
-from bot.ingest.pigit import msgid_of
+from bot.ingest.epoch_slice import msgid_of
 from tests.support.pi_server import LiveLorelab, PublicInbox, missing_reason
 
 pytestmark = [

@@ -15,7 +15,7 @@ import pytest
 from bot.config import ConfigError, load_settings
 from bot.config.sections import SourceSettings
 from bot.demo.threads import SeriesSpec, as_mbox, make_series, make_tree
-from bot.ingest.pigit import msgid_of
+from bot.ingest.epoch_slice import msgid_of
 from tests.support.pi_server import LiveLorelab, PublicInbox, free_port, missing_reason
 
 pytestmark = pytest.mark.slow  # end to end: CI, not the fast loop
