@@ -38,7 +38,10 @@ class DatabaseSettings:
 
 @dataclass
 class IngestSettings:
-    batch_size: int = 1000  # messages per database transaction
+    # Messages per database transaction (changes of an archive, for `ingest pi-git`). Each
+    # batch costs the storing process its lookups and a commit: 2,000 took a tenth off its CPU
+    # on a 20,000-message import, against 1,000; 4,000 saved little more.
+    batch_size: int = 2000
     max_message_bytes: int = 10 * 1024 * 1024  # larger mail is quarantined, headers kept
     # Processes that parse mail while the main one writes; 0 parses in the main process.
     parse_workers: int = field(default_factory=lambda: os.cpu_count() or 1)

@@ -62,7 +62,7 @@ def test_init_writes_a_starter_that_loads(tmp_path: Path) -> None:
     target = tmp_path / "conf" / "lorelab.toml"
     lorelab.run("init", str(target))
     assert "[database]" in target.read_text()
-    assert load_settings(target, env={}).ingest.batch_size == 1000
+    assert load_settings(target, env={}).ingest.batch_size == 2000
     again = lorelab.run("init", str(target), check=False)
     assert again.returncode == 1 and b"--force" in again.stderr
     bad = lorelab.run("series", "list", LORELAB_CONFIG=str(tmp_path / "missing.toml"), check=False)
