@@ -29,7 +29,7 @@ from bot.db.models import Message, compress_mail, pack_mail
 from bot.db.session import json_text
 from bot.ingest.collector import no_collection
 from bot.ingest.epoch_slice import EpochSlice, Removal, Skip
-from bot.ingest.sources import MboxFile, MboxSlice, RawMail
+from bot.ingest.sources import MboxFile, MboxSlice, RawMail, renumbered
 from bot.ingest.storable import clean_quarantine, make_storable
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.trailers import REVIEW_TRAILERS
@@ -238,13 +238,23 @@ def prepared_batches(
     mails: Iterable[RawMail] | MboxFile, settings: IngestSettings
 ) -> Iterator[PreparedBatch]:
     """Batches of `mails` in input order (see `prepare_all`). A plain mbox file is handed to the
-    workers as slices: they read and split the mail themselves."""
-    batches: Iterator[Batch]
+    workers as slices: they find, read and split the mail themselves."""
     if isinstance(mails, MboxFile) and mails.plain():
-        batches = mails.slices(settings.batch_size)
-    else:
-        batches = batched(mails, settings.batch_size)
-    return prepare_all(batches, settings)
+        return _numbered_in_file(prepare_all(mails.slices(settings.batch_size), settings))
+    return prepare_all(batched(mails, settings.batch_size), settings)
+
+
+def _numbered_in_file(batches: Iterator[PreparedBatch]) -> Iterator[PreparedBatch]:
+    """The batches of an mbox's slices, in file order, each quarantine row's source numbering
+    its entry in the file, not in the slice as the worker had to (`MboxSlice`); a slice that
+    held no entry is left out. Every entry of a slice is read as one mail."""
+    before = 0
+    for batch in batches:
+        for row in batch.quarantine:
+            row["source"] = renumbered(row["source"], before)
+        before += batch.read
+        if batch.read:
+            yield batch
 
 
 def prepare_all(batches: Iterable[Batch], settings: IngestSettings) -> Iterator[PreparedBatch]:

@@ -3,18 +3,18 @@
 Each yields `RawMail` items with a position that names where the mail came from, so that a
 quarantined item can be found again. An mbox is streamed line by line: a 20,000-message archive
 never sits in memory at once. A plain (uncompressed) mbox can also be handed out as `MboxSlice`s,
-byte ranges of whole entries that parse workers read and split themselves: the process that
-stores then never copies the mail.
+byte ranges of the file whose entries parse workers find, read and split themselves: the process
+that stores then neither reads nor copies the mail.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import mmap
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,6 +23,14 @@ from typing import BinaryIO
 # first MAX_ENTRY_BYTES + 1 bytes stand for the entry (the rest is skipped while decompressing),
 # over any sane [ingest] max_message_bytes, so it is quarantined with its headers kept.
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
+_READ_BYTES = 1 << 22  # what `_split` reads at a time
+_PROBE_BYTES = 1 << 16  # what a parse worker reads at a time looking for its first entry
+# The storing process cuts a plain mbox into ranges of about [ingest] batch_size entries from
+# their mean size, measured in this many windows of this many bytes spread over the file (1 MiB
+# read, about 150 entries of list mail). Counting every entry to cut exact batches cost it, the
+# process everything waits for, 0.11 s of CPU per 143 MB; a fixed typical size would make
+# batches of lists with larger or smaller mail (and of tests' tiny mboxes) far off batch_size.
+_SAMPLES, _SAMPLE_BYTES = 16, 1 << 16
 # mboxrd escapes any "From " line in a body as ">From ", ">>From " ...; unescape one level.
 # Anchored on a newline, not `^` with re.MULTILINE: the regex engine then jumps from one
 # "\n>" to the next instead of trying every byte (five times faster on a patch mail).
@@ -69,30 +77,67 @@ def iter_mbox(path: str | Path) -> Iterator[RawMail]:
             yield RawMail(head + fh.read(MAX_ENTRY_BYTES + 1 - len(head)), f"file:{path}")
             return
         for index, chunk in enumerate(_split(fh, head), start=1):
-            yield RawMail(_message_of(chunk), f"mbox:{path}#{index}")
+            yield RawMail(_message_of(chunk), _mbox_origin(path, index))
+
+
+def _mbox_origin(path: str | Path, number: int) -> str:
+    """Where the `number`th entry (from 1) of an mbox came from, as quarantine rows say it."""
+    return f"mbox:{path}#{number}"
 
 
 @dataclass(frozen=True)
 class MboxSlice:
-    """Whole entries of a plain mbox file, by byte range, numbered from `first` (1-based)."""
+    """The entries of a plain mbox file whose From_ line starts in bytes [start, end) of it.
+
+    The parse worker finds them itself (an entry starts the file or a line with "From "), so
+    the process that hands out slices need not read the file. Their origins are numbered from 1
+    in the slice: a worker cannot know how many entries come before; `renumbered` gives each
+    its number in the file once that is known.
+    """
 
     path: str
     start: int
     end: int
-    first: int
 
     def mails(self) -> list[RawMail]:
-        """The messages of the slice, as `iter_mbox` gives them (origins included)."""
+        """The messages of the slice, as `iter_mbox` gives them, origins numbered in the slice."""
         with open(self.path, "rb") as fh:
-            fh.seek(self.start)
-            data = fh.read(self.end - self.start)
-        bounds = _entry_bounds(data)
-        if bounds is None:  # an entry over the limit: cut where `_split`'s reads cut it
-            messages = map(_message_of, _split(io.BytesIO(data[5:]), data[:5]))
-        else:
-            messages = (_message_at(data, *bound) for bound in bounds)
-        return [RawMail(message, f"mbox:{self.path}#{number}")
-                for number, message in enumerate(messages, start=self.first)]
+            first = _entry_start(fh, self.start)
+            if first >= self.end:
+                return []  # inside an entry that started in an earlier slice
+            last = _entry_start(fh, self.end)  # the next slice's first entry, or the end
+            fh.seek(first)
+            data = fh.read(last - first)
+            bounds = _entry_bounds(data)
+            if bounds is None:  # an entry over the limit: cut where `iter_mbox`'s reads cut it
+                fh.seek(first + 5)  # `_split` reads on past the slice: take its entries only
+                entries = islice(_split(fh, data[:5], offset=first), data.count(b"\nFrom ") + 1)
+                messages = list(map(_message_of, entries))
+            else:
+                messages = [_message_at(data, *bound) for bound in bounds]
+        return [RawMail(message, _mbox_origin(self.path, number))
+                for number, message in enumerate(messages, start=1)]
+
+
+def renumbered(origin: str, before: int) -> str:
+    """The origin of a mail of an `MboxSlice` numbered in the whole file: `before` entries
+    of the file come before the slice's."""
+    head, _, number = origin.rpartition("#")
+    return f"{head}#{before + int(number)}"
+
+
+def _entry_start(fh: BinaryIO, at: int) -> int:
+    """Where the first entry of a plain mbox at or after offset `at` starts (the file's size if
+    none does): offset 0, or right after a newline that "From " follows."""
+    if at == 0:
+        return 0
+    fh.seek(at - 1)
+    buf = b""
+    while chunk := fh.read(_PROBE_BYTES):
+        buf = buf[-5:] + chunk  # a separator split between two reads
+        if (found := buf.find(b"\nFrom ")) >= 0:
+            return fh.tell() - len(buf) + found + 1
+    return fh.tell()
 
 
 @dataclass(frozen=True)
@@ -109,17 +154,26 @@ class MboxFile:
         with _open(self.path) as fh:
             return isinstance(fh, io.BufferedReader) and fh.read(5) == b"From "
 
-    def slices(self, per_slice: int) -> Iterator[MboxSlice]:
-        """Slices of `per_slice` entries each; only the separators are looked at here."""
-        with self.path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            start, first, count, at = 0, 1, 0, 0
-            while (at := m.find(b"\nFrom ", at + 1)) >= 0:
-                count += 1
-                if count == per_slice:
-                    yield MboxSlice(str(self.path), start, at + 1, first)
-                    start, first, count = at + 1, first + count, 0
-            if start < len(m):
-                yield MboxSlice(str(self.path), start, len(m), first)
+    def slices(self, per_slice: int) -> list[MboxSlice]:
+        """Byte ranges of the file, in order, of about `per_slice` entries each (none, some: an
+        entry can be larger than a range); only a sample of the file is read here."""
+        size = self.path.stat().st_size
+        sampled, entries = self._sample(size)
+        count = -(-size * entries // (per_slice * sampled))  # ranges of per_slice mean entries
+        return [MboxSlice(str(self.path), size * k // count, size * (k + 1) // count)
+                for k in range(count)]
+
+    def _sample(self, size: int) -> tuple[int, int]:
+        """Bytes read and how many entries they hold: `_SAMPLES` windows spread over the file,
+        or all of it when it is not larger than they are."""
+        with self.path.open("rb") as fh:
+            if size <= _SAMPLES * _SAMPLE_BYTES:
+                return size, fh.read().count(b"\nFrom ") + 1
+            separators = 0
+            for k in range(_SAMPLES):
+                fh.seek((size - _SAMPLE_BYTES) * k // (_SAMPLES - 1))
+                separators += fh.read(_SAMPLE_BYTES).count(b"\nFrom ")
+        return _SAMPLES * _SAMPLE_BYTES, max(separators, 1)
 
 
 def split_mbox_bytes(data: bytes) -> Iterator[bytes]:
@@ -133,13 +187,21 @@ def split_mbox_bytes(data: bytes) -> Iterator[bytes]:
             yield message
 
 
-def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22,
-           limit: int = MAX_ENTRY_BYTES) -> Iterator[bytes]:
-    """Each mbox entry, From_ line included, as bytes; one over `limit` as its first
-    `limit` + 1 bytes, the rest skipped as it is read."""
+def _split(fh: BinaryIO, head: bytes, offset: int = 0) -> Iterator[bytes]:
+    """Each mbox entry, From_ line included, as bytes; one over MAX_ENTRY_BYTES as its first
+    MAX_ENTRY_BYTES + 1 bytes, the rest skipped as it is read.
+
+    `head`, the first 5 bytes, are at `offset` in the file. An entry up to a read's size over
+    the limit is whole if its end is found in the read that takes it over, so the reads end
+    where reading from the file's start ends them (at 5 + k * _READ_BYTES): a slice starting
+    inside the file is then cut as `iter_mbox` cuts it.
+    """
+    limit = MAX_ENTRY_BYTES
     buf = head
     skipping = False  # the rest of an entry over the limit
+    size = _READ_BYTES - offset % _READ_BYTES
     while chunk := fh.read(size):
+        size = _READ_BYTES
         buf += chunk
         start = 0
         while (i := buf.find(b"\nFrom ", start + 1)) >= 0:
@@ -159,12 +221,13 @@ def _split(fh: BinaryIO, head: bytes, size: int = 1 << 22,
 
 def _entry_bounds(data: bytes) -> list[tuple[int, int, bool]] | None:
     """(start, end, escaped) of each entry of an mbox held whole in memory, cut as `_split` cuts
-    it; None if one is over MAX_ENTRY_BYTES (where `_split` cuts those depends on where its reads
-    end). `escaped`: the entry may have a ">From " line to unescape; where it is False it has
-    none. Offsets instead of `_split`'s copies: the entries of a slice are then copied once, each
-    as its message, where `_split` and `_message_of` copied the whole slice five times. One
-    pass over every "From " finds both the separators and the escapes (a second pass for
-    ">From " in each entry cost as much again)."""
+    it; None if `_split` may cut one: one over MAX_ENTRY_BYTES - 4, as it is with the next From_
+    line's first 4 bytes (`_split` cuts it if they end a read, finding no separator yet; where
+    it cuts depends on where its reads end). `escaped`: the entry may have a ">From " line to
+    unescape; where it is False it has none. Offsets instead of `_split`'s copies: the entries
+    of a slice are then copied once, each as its message, where `_split` and `_message_of`
+    copied the whole slice five times. One pass over every "From " finds both the separators
+    and the escapes (a second pass for ">From " in each entry cost as much again)."""
     bounds = []
     start = 0
     escaped = False
@@ -178,7 +241,7 @@ def _entry_bounds(data: bytes) -> list[tuple[int, int, bool]] | None:
         at = data.find(b"From ", at + 5)
     if start < len(data):
         bounds.append((start, len(data), escaped))
-    if any(end - start > MAX_ENTRY_BYTES for start, end, _ in bounds):
+    if any(end - start > MAX_ENTRY_BYTES - 4 for start, end, _ in bounds):
         return None
     return bounds
 

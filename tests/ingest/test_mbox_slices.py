@@ -1,6 +1,7 @@
 """An mbox handed to the parse workers as byte ranges (`MboxSlice`) gives exactly what reading it
 in the storing process gave: the same messages, mboxrd escaping undone, the same origins (what
-`lorelab quarantine list` shows), whatever the slice size."""
+`lorelab quarantine list` shows), whatever the slice size. Where ranges may be cut is
+tests/ingest/test_mbox_entry_bounds.py's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from bot.db.session import open_database
 from bot.ingest.sources import MboxFile, iter_mbox
 from bot.ingest.store import ingest
 from tests.cli import Lorelab
+from tests.ingest.test_mbox_entry_bounds import read_sliced
 
 FROM = b"From mboxrd@z Thu Jan  1 00:00:00 1970\n"
 
@@ -37,9 +39,11 @@ def test_slices_give_what_the_reader_gives(tmp_path: Path) -> None:
     assert len(whole) == 7 and b"\n>From the start" in whole[2].data
     source = MboxFile(path)
     assert source.plain()
-    for per_slice in (1, 2, 3, 7, 100):
-        sliced = [m for piece in source.slices(per_slice) for m in piece.mails()]
-        assert sliced == whole, per_slice
+    for per_slice, ranges in ((1, 7), (2, 4), (3, 3), (7, 1), (100, 1)):
+        slices = source.slices(per_slice)
+        assert len(slices) == ranges  # of the mean entry size: every entry counted in a file
+        sliced = read_sliced(path, [0] + [piece.end for piece in slices])  # this small
+        assert sliced == [(m.data, m.origin) for m in whole], per_slice
     packed = tmp_path / "list.mbox.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
     assert not MboxFile(packed).plain() and list(MboxFile(packed)) == [
@@ -69,3 +73,27 @@ def test_workers_reading_slices_store_and_quarantine_the_same(tmp_path: Path) ->
     db.dispose()
     (bad,) = Lorelab(tmp_path, db_url).json("quarantine", "list")
     assert bad["source"] == f"mbox:{path}#5"
+
+
+def test_quarantined_entries_keep_their_number_in_the_file_past_empty_slices(
+    tmp_path: Path
+) -> None:
+    """A worker numbers the entries of its slice from 1; the storing process renumbers the
+    quarantine rows in the file. An entry larger than a slice leaves the slices after the one
+    its From_ line starts in without an entry."""
+    entries = [message(n) for n in range(1, 31)]
+    entries[6] = b"\n"  # empty
+    entries[11] = message(12, b"y" * 200_000 + b"\n")  # over max_message_bytes, many slices
+    entries[24] = b" \n"  # empty too, another sha256
+    path = tmp_path / "list.mbox"
+    path.write_bytes(b"".join(FROM + e + b"\n" for e in entries))
+    settings = IngestSettings(batch_size=3, parse_workers=2, max_message_bytes=100_000)
+    slices = MboxFile(path).slices(settings.batch_size)
+    assert len(slices) == 10 and sum(not piece.mails() for piece in slices) > 3
+    db_url = f"sqlite:///{tmp_path / 'lorelab.db'}"
+    db = open_database(db_url)
+    summary = ingest(db, MboxFile(path), settings=settings, list_name="linux-mm")
+    assert (summary.read, summary.stored, summary.quarantined) == (30, 27, 3)
+    db.dispose()
+    quarantined = Lorelab(tmp_path, db_url).json("quarantine", "list")
+    assert {row["source"] for row in quarantined} == {f"mbox:{path}#{n}" for n in (7, 12, 25)}
