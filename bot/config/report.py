@@ -12,8 +12,10 @@ import email.utils
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bot.report.compose.inputs import BotIdentity, Person
+if TYPE_CHECKING:
+    from bot.report.compose.inputs import BotIdentity
 
 MODES = ("outbox", "smtp")
 SECURITIES = ("starttls", "ssl", "plain")
@@ -76,6 +78,9 @@ class ReportSettings:
         return found
 
     def identity(self) -> BotIdentity:
+        # Imported here: every command reads the settings, few of them write a reply.
+        from bot.report.compose.inputs import BotIdentity, Person
+
         name, address = email.utils.parseaddr(self.from_address)
         domain = self.domain or address.rpartition("@")[2]
         return BotIdentity(

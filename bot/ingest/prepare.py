@@ -12,6 +12,7 @@ import ctypes
 import datetime as dt
 import gc
 import hashlib
+import operator
 import os
 import signal
 from collections import deque
@@ -113,6 +114,7 @@ class MessageRow(NamedTuple):
 
 
 _JSON_COLUMNS = tuple(c.key for c in Message.__table__.c if isinstance(c.type, JSON))
+_ROW_VALUES = operator.itemgetter(*MessageRow._fields)  # a row dict's values, in tuple order
 
 
 def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
@@ -154,8 +156,9 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
         "claimed_msgid": None,
     }
     make_storable(row)  # here, in the parse workers: storing is the one process that waits
-    row.update((key, json_text(row[key])) for key in _JSON_COLUMNS)
-    return MessageRow._make(map(row.__getitem__, MessageRow._fields))
+    for key in _JSON_COLUMNS:  # a loop: update() from a generator cost 0.5 us a row more
+        row[key] = json_text(row[key])
+    return MessageRow._make(_ROW_VALUES(row))
 
 
 def has_review_trailers(row: MessageRow) -> bool:
@@ -172,7 +175,7 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[s
             " MiB limit; raise [ingest] max_message_bytes and ingest it again to keep it",
             keep=QUARANTINE_KEEP_BYTES,
         )
-    if not mail.data.strip():
+    if not mail.data or mail.data.isspace():  # as `not strip()`, without copying the mail
         return quarantine_row(mail, "empty input: no headers and no body")
     try:
         return message_row(parse_message(mail.data, recipients=False), mail.data)

@@ -71,6 +71,16 @@ def test_a_mail_whose_values_say_reason_is_a_message_not_a_quarantine_record() -
     assert pickle.loads(pickle.dumps(batch.messages)) == batch.messages  # as workers hand it
 
 
+def test_input_of_nothing_but_ascii_whitespace_is_quarantined_as_empty() -> None:
+    """`prepare_mail` tells empty input without copying the mail: what `bytes.strip` strips."""
+    for raw in (b"", b"\n", b" \t\r\n\x0b\x0c"):
+        row = prepare_mail(RawMail(raw, "test#0"), IngestSettings())
+        assert isinstance(row, dict) and row["reason"] == "empty input: no headers and no body"
+    for raw in (b"\n\xa0\n", b"\x85", b" \x1c "):  # blank in Unicode, not in ASCII
+        row = prepare_mail(RawMail(raw, "test#0"), IngestSettings())
+        assert isinstance(row, dict) and row["reason"].startswith("not an RFC 822 message")
+
+
 def test_a_message_row_holds_every_column_but_those_the_store_fills_in() -> None:
     filled_in = {"id", "thread_id", "ingested_at"}
     assert set(MessageRow._fields) == {c.key for c in Message.__table__.c} - filled_in
