@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `machine` so
 
 from bench.ingest import Corpus, write_mbox  # noqa: E402
-from bench.machine import describe, machine  # noqa: E402
+from bench.machine import compile_lorelab, describe, machine  # noqa: E402
 from bot.ingest.catfile import read_blobs  # noqa: E402
 from bot.ingest.pigit import parse_log  # noqa: E402
 from tests.support.pi_server import PublicInbox, missing_reason  # noqa: E402
@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="interleaved (bare parse, backfill) pairs; the median ratio counts")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    compile_lorelab()
     if reason := missing_reason():
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2

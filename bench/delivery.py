@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import describe, machine
+from machine import compile_lorelab, describe, machine
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -183,6 +183,7 @@ def main() -> int:
     parser.add_argument("--database-url", help="a migrated-or-empty database (default: SQLite)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    compile_lorelab()
     with tempfile.TemporaryDirectory(prefix="lorelab-delivery-") as tmp:
         report = run(args.deliveries, args.database_url, Path(tmp))
     if args.json:

@@ -58,7 +58,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from machine import machine
+from machine import compile_lorelab, machine
 
 REPO = Path(__file__).resolve().parent.parent
 RATIO_TARGET = 0.6
@@ -1031,6 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lorelab", default=str(Path(sys.executable).with_name("lorelab")),
                         help="the lorelab command (default: beside this Python)")
     args = parser.parse_args(argv)
+    compile_lorelab()
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="lorelab-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `machine` so
 
 from bench.ingest import Corpus, write_mbox  # noqa: E402
-from bench.machine import describe, machine  # noqa: E402
+from bench.machine import compile_lorelab, describe, machine  # noqa: E402
 
 PER_THREAD = 10  # cover letter, three patches, six replies
 TARGET = 1.15
@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, help="keep the mbox and SQLite files in DIR")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    compile_lorelab()
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="lorelab-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LORELAB_DATA_DIR", str(workdir))
