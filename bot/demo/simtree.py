@@ -11,6 +11,8 @@ two CPUs updating the shared counters it makes the simulator measurably faster.
 `PACED_RECLAIM` is a four-patch series whose third patch alone makes it much slower.
 `PADDING` only adds an unused function: a change of code layout alone, which the simulator's
 model of instruction fetch (above shrink_lruvec()) feels unless functions are 64-byte aligned.
+Those two are measured on `ONE_CPU_CONFIG`, where the host's placement of the CPUs cannot hide
+them.
 """
 
 from __future__ import annotations
@@ -651,6 +653,15 @@ def padding_series_spec(**overrides: object) -> SeriesSpec:
                                  "cover": False, "change_id": "20261201-vmscan-active-excess"}
     fields.update(overrides)
     return SeriesSpec(**fields)  # type: ignore[arg-type]
+
+
+# The base configuration to measure a series' own CPU work on (PACED_RECLAIM, PADDING): one
+# simulated CPU. With two (defconfig) about half of a quiet run is the event counters' cache line
+# moving between the CPUs, a cost set by how the host runs this machine's vCPUs, not by the
+# series: in one CI run it turned the padding's several-fold slowdown into -35%, inside a
+# test's 100% margin. On one CPU, 3/4 of the paced series measured 9x slower quiet and under
+# load, and the padding 28x and 37x (two CPUs: 3.6x to 7x, and 9x).
+ONE_CPU_CONFIG = "tinyconfig"
 
 
 def make_sim_tree(path: Path) -> Path:

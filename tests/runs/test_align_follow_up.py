@@ -19,7 +19,12 @@ import sqlalchemy as sa
 from bot.config import load_settings
 from bot.db.models import OutboxReply, Run, SeriesVersion
 from bot.db.session import Database, ensure_schema
-from bot.demo.simtree import batch_series_spec, make_sim_tree, padding_series_spec
+from bot.demo.simtree import (
+    ONE_CPU_CONFIG,
+    batch_series_spec,
+    make_sim_tree,
+    padding_series_spec,
+)
 from bot.demo.threads import SeriesSpec, as_mbox, make_series
 from bot.runs.lifecycle import create_run
 from bot.runs.outcome import Outcome
@@ -36,10 +41,10 @@ pytestmark = [
 ]
 
 # The padding moves shrink_lruvec() 32 bytes on in its cache line, so that its hot path spills
-# into the next line: several times slower in the simulator's model of instruction fetch
-# (bot/demo/simtree.py), measured -80% at a load of 6. On a loaded 2-core machine two runs of
-# one program differ by up to a factor 2 (measured 20-40% apart at a load of 9 to 13), so each
-# boot is the median of 5 runs, and the smallest change of interest is 100% (half or double).
+# into the next line: in the simulator's model of instruction fetch (bot/demo/simtree.py), 28
+# times slower on one CPU (ONE_CPU_CONFIG). On a loaded 2-core machine two runs of one program
+# differ by up to a factor 2 (measured 20-40% apart at a load of 9 to 13), so each boot is the
+# median of 5 runs, and the smallest change of interest is 100% (half or double).
 # The aligned kernels can then show "no change of 100% or more" within the pairs, and an
 # interval that lies within half and double excludes a change beyond halving: the padding's.
 PADDING_BENCH = "reclaim-sim:ops=1000000:delta=1.0"
@@ -51,8 +56,9 @@ BATCH_BENCH = "reclaim-sim:ops=1000000:delta=0.1"
 CHANGED = (Outcome.REGRESSION, Outcome.IMPROVEMENT)
 
 
-def reviewed(root: Path, spec: SeriesSpec, bench: str) -> dict:
-    """The series reviewed on a new stand-in tree; what the align run needs."""
+def reviewed(root: Path, spec: SeriesSpec, bench: str, base_config: str) -> dict:
+    """The series reviewed on a new stand-in tree built from `base_config`; what the align run
+    needs."""
     tree = make_sim_tree(root / "linux")
     mbox = root / "thread.mbox"
     mbox.write_bytes(as_mbox(make_series(tree, spec)))
@@ -60,7 +66,7 @@ def reviewed(root: Path, spec: SeriesSpec, bench: str) -> dict:
     url = f"sqlite:///{root / 'lorelab.db'}"
     config.write_text(
         f'[database]\nurl = "{url}"\n\n'
-        f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
+        f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "{base_config}"\nfragments = []\n\n'
         '[[lab_hosts]]\nname = "here"\npairs_min = 6\npairs_max = 30\niterations = 5\n\n'
         # The follow-up under test is made by hand, not by the review's report step.
         '[follow_ups]\nbisect = false\nalign = false\ncompare = false\nexperiment = false\n')
@@ -103,12 +109,14 @@ def reply_of(db: Database, run_id: int) -> str:
 
 @pytest.fixture(scope="module")
 def padded(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return reviewed(tmp_path_factory.mktemp("padding"), padding_series_spec(), PADDING_BENCH)
+    return reviewed(tmp_path_factory.mktemp("padding"), padding_series_spec(), PADDING_BENCH,
+                    ONE_CPU_CONFIG)
 
 
 @pytest.fixture(scope="module")
 def batched(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    return reviewed(tmp_path_factory.mktemp("batch"), batch_series_spec(), BATCH_BENCH)
+    return reviewed(tmp_path_factory.mktemp("batch"), batch_series_spec(), BATCH_BENCH,
+                    "defconfig")  # two CPUs: the counters are shared
 
 
 def test_a_patch_that_only_pads_code_is_likely_a_code_alignment_effect(padded):

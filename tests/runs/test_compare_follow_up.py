@@ -29,7 +29,7 @@ from bot.demo.alternative import (
     lighter_pacing,
     stale_alternative,
 )
-from bot.demo.simtree import BATCH_COUNTERS
+from bot.demo.simtree import BATCH_COUNTERS, ONE_CPU_CONFIG
 from bot.demo.threads import Change
 from bot.git import git_output
 from bot.ingest.sources import RawMail
@@ -57,8 +57,9 @@ class Thread:
 
     def __init__(self, root: Path, db_url: str, monkeypatch: pytest.MonkeyPatch,
                  changes: tuple[Change, ...] = BATCH_COUNTERS,
-                 found: tuple[str, ...] = ("improvement", "no change", "inconclusive")) -> None:
-        self.review = Review(root, db_url, changes)
+                 found: tuple[str, ...] = ("improvement", "no change", "inconclusive"),
+                 base_config: str = "defconfig") -> None:
+        self.review = Review(root, db_url, changes, base_config=base_config)
         _, outcome = self.review.review()
         assert outcome["verdict"] in found, outcome
         self.review_run = outcome["run"]
@@ -167,10 +168,12 @@ def test_a_faster_alternative_in_place_of_a_patch_is_measured_and_answered(
 
 def test_an_alternative_much_faster_than_the_series_is_measured_faster(
         tmp_path, db_url, monkeypatch):
-    # The pacing patch alone makes the simulator several times slower; the reviewer's version
-    # waits once per 32 folios. CPU work, not contention: the difference holds under any load.
+    # The pacing patch alone makes the simulator on one CPU (ONE_CPU_CONFIG) some nine times
+    # slower; the reviewer's version waits once per 32 folios. CPU work on one CPU, nothing
+    # shared: the difference holds under any load.
     thread = Thread(tmp_path, db_url, monkeypatch, changes=(PACING,),
-                    found=("regression", "inconclusive"))  # 6 pairs: the review may not tell
+                    found=("regression", "inconclusive"),  # 6 pairs: the review may not tell
+                    base_config=ONE_CPU_CONFIG)
     msgid = thread.reply(1, lighter_pacing(), LIGHTER_PACING_REPLY)
     run_id = thread.compare(msgid, "auto")
     send_run(thread.db, thread.settings, run_id)

@@ -40,7 +40,7 @@ class Review:
     """A simulator tree, a series thread in an mbox, and `lorelab` configured for both."""
 
     def __init__(self, root: Path, db_url: str, changes: tuple[Change, ...] = BATCH_COUNTERS,
-                 blurb: str | None = None):
+                 blurb: str | None = None, base_config: str = "defconfig"):
         self.root = root
         self.tree = make_sim_tree(root / "linux")
         self.messages = make_series(self.tree, batch_series_spec(changes=changes,
@@ -50,7 +50,8 @@ class Review:
         self.mbox.write_bytes(as_mbox(self.messages))
         self.config = root / "config.toml"
         self.config.write_text(
-            f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
+            f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "{base_config}"\n'
+            'fragments = []\n\n'
             # Few pairs: these tests check the pipeline, not the statistics' power.
             '[[lab_hosts]]\nname = "here"\npairs_max = 6\n'
         )

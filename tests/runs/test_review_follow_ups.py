@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from bot.config import load_settings
 from bot.db.models import Run
 from bot.db.session import Database
-from bot.demo.simtree import PACED_RECLAIM
+from bot.demo.simtree import ONE_CPU_CONFIG, PACED_RECLAIM
 from bot.demo.threads import as_mbox, make_reply
 from bot.mail import parse_message
 from bot.runs.follow_ups import start_follow_ups
@@ -35,8 +35,10 @@ RITA = ("Rita Reviewer", "rita@example.org")
 
 def slower_review(root: Path) -> Review:
     """The review, with enough pairs for the slowdown to be told from a loaded machine's
-    noise (as the bisection's own test: tests/workers/lab/test_bisect_follow_up.py)."""
-    review = Review(root, f"sqlite:///{root / 'lorelab.db'}", changes=SLOWER)
+    noise (as the bisection's own test: tests/workers/lab/test_bisect_follow_up.py), on one
+    simulated CPU."""
+    review = Review(root, f"sqlite:///{root / 'lorelab.db'}", changes=SLOWER,
+                    base_config=ONE_CPU_CONFIG)
     review.config.write_text(review.config.read_text().replace(
         "pairs_max = 6", "pairs_min = 6\npairs_max = 12"))
     return review

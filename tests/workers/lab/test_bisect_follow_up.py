@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from bot.config import load_settings
 from bot.db.models import LabCampaign, LabSample, OutboxReply, Run, RunStep, SeriesVersion
 from bot.db.session import Database, ensure_schema
-from bot.demo.simtree import make_sim_tree, paced_series_spec
+from bot.demo.simtree import ONE_CPU_CONFIG, make_sim_tree, paced_series_spec
 from bot.demo.threads import as_mbox, make_series
 from bot.runs.lifecycle import create_run
 from bot.runs.outcome import Outcome
@@ -34,11 +34,11 @@ pytestmark = [
                        reason="make and gcc are needed to build the simulator tree"),
 ]
 
-# 3/4 makes the simulator some three times slower; the other patches change comments only. On
-# a loaded 2-core machine two runs of the same program differ by up to a factor 2 (measured:
-# 6 to 17 M ops/s at a load of 7): the median of 3 runs per boot, and a smallest change of
-# interest of 100% (half or double), let a step show "no change" for a prefix without 3/4
-# within its budget, while 3/4 is a change beyond doubt.
+# 3/4 makes the simulator on one CPU (ONE_CPU_CONFIG) some nine times slower; the other patches
+# change comments only. On a loaded 2-core machine two runs of the same program differ by up to
+# a factor 2 (measured: 6 to 17 M ops/s at a load of 7): the median of 3 runs per boot, and a
+# smallest change of interest of 100% (half or double), let a step show "no change" for a
+# prefix without 3/4 within its budget, while 3/4 is a change beyond doubt.
 BENCH = "reclaim-sim:ops=500000:delta=1.0"
 BUDGET = 40  # boots per bisection step: at most 19 measured pairs
 
@@ -54,7 +54,8 @@ def reviewed(tmp_path_factory: pytest.TempPathFactory) -> dict:
     url = f"sqlite:///{root / 'lorelab.db'}"
     config.write_text(
         f'[database]\nurl = "{url}"\n\n'
-        f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "defconfig"\nfragments = []\n\n'
+        f'[build]\nwork_dir = "{root / "work"}"\nbase_config = "{ONE_CPU_CONFIG}"\n'
+        'fragments = []\n\n'
         '[[lab_hosts]]\nname = "here"\npairs_min = 6\npairs_max = 12\n'
         'iterations = 3\n\n'
         # The follow-ups under test are made by hand, not by the review's report step.
