@@ -18,7 +18,9 @@ them.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from bot.demo.threads import Change, SeriesSpec, commit_tree
 
@@ -556,12 +558,13 @@ BATCH_COUNTERS: tuple[Change, ...] = (
 BATCH_TITLE = "mm/vmscan: batch reclaim event counter updates"
 
 
-def batch_series_spec(**overrides: object) -> SeriesSpec:
+_BATCH_SPEC = SeriesSpec(title=BATCH_TITLE, patches=2, changes=BATCH_COUNTERS,
+                         change_id="20261130-vmscan-batch-counters")
+
+
+def batch_series_spec(**overrides: Any) -> SeriesSpec:
     """The two-patch batching series, with a cover letter, as a `SeriesSpec`."""
-    fields: dict[str, object] = {"title": BATCH_TITLE, "patches": 2, "changes": BATCH_COUNTERS,
-                                 "change_id": "20261130-vmscan-batch-counters"}
-    fields.update(overrides)
-    return SeriesSpec(**fields)  # type: ignore[arg-type]
+    return replace(_BATCH_SPEC, **overrides)
 
 
 # A four-patch series whose third patch makes reclaim much slower (a busy wait per reclaimed
@@ -607,12 +610,13 @@ PACED_RECLAIM: tuple[Change, ...] = (
 PACED_TITLE = "mm/vmscan: reclaim pacing and comment fixes"
 
 
-def paced_series_spec(**overrides: object) -> SeriesSpec:
+_PACED_SPEC = SeriesSpec(title=PACED_TITLE, patches=4, changes=PACED_RECLAIM,
+                         change_id="20261201-vmscan-pacing")
+
+
+def paced_series_spec(**overrides: Any) -> SeriesSpec:
     """The four-patch series whose 3/4 slows the simulator, with a cover letter."""
-    fields: dict[str, object] = {"title": PACED_TITLE, "patches": 4, "changes": PACED_RECLAIM,
-                                 "change_id": "20261201-vmscan-pacing"}
-    fields.update(overrides)
-    return SeriesSpec(**fields)  # type: ignore[arg-type]
+    return replace(_PACED_SPEC, **overrides)
 
 
 # A one-patch series that only pads code: an unused helper above shrink_lruvec(), no functional
@@ -647,12 +651,13 @@ PADDING: tuple[Change, ...] = (
 PADDING_TITLE = "mm/vmscan: add lruvec_active_excess()"
 
 
-def padding_series_spec(**overrides: object) -> SeriesSpec:
+_PADDING_SPEC = SeriesSpec(title=PADDING_TITLE, patches=1, changes=PADDING, cover=False,
+                           change_id="20261201-vmscan-active-excess")
+
+
+def padding_series_spec(**overrides: Any) -> SeriesSpec:
     """The one-patch series that only adds an unused function, as a `SeriesSpec`."""
-    fields: dict[str, object] = {"title": PADDING_TITLE, "patches": 1, "changes": PADDING,
-                                 "cover": False, "change_id": "20261201-vmscan-active-excess"}
-    fields.update(overrides)
-    return SeriesSpec(**fields)  # type: ignore[arg-type]
+    return replace(_PADDING_SPEC, **overrides)
 
 
 # The base configuration to measure a series' own CPU work on (PACED_RECLAIM, PADDING): one
