@@ -3,13 +3,17 @@
 Called by ingest, inside the batch's transaction, with the threads whose postings may have
 changed (a cover letter or patch arrived, or threads were merged) and the threads that got review
 trailers. Messages and the series built from them are committed together; re-running changes
-nothing. Ingest speed depends on this module: it reads what it needs in a fixed number of
-queries per batch, works on plain records (`bot.series.records`) and writes them back once, and
-it leaves a posting alone when nothing about it changed.
+nothing. What is stored does not depend on how the mail was cut into batches nor on the order it
+arrived in: a version is what its thread's postings say (`grouping`), its series what the
+versions linked to it say (`membership`), and nothing keeps a value only because it came first.
+Ingest speed depends on this module: it reads what it needs in a fixed number of queries per
+batch, works on plain records (`bot.series.records`) and writes them back once, and it leaves a
+posting alone when nothing about it changed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,10 +24,10 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.db.value_lists import in_param
-from bot.series import records
+from bot.series import membership, records
 from bot.series.grouping import Posting, group_postings
 from bot.series.parts import thread_message
-from bot.series.records import SeriesRecord, VersionRecord, move, title_key
+from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
 from bot.series.trailers import attribute_trailers
 
@@ -50,33 +54,23 @@ _VERSIONS_BY_ANCHOR = sa.select(*records.VERSION_COLUMNS).where(
     in_param(SeriesVersion.anchor_msgid, "anchors")
 )
 _VERSIONS_BY_ID = sa.select(*records.VERSION_COLUMNS).where(in_param(SeriesVersion.id, "ids"))
-_SERIES_BY_CHANGE = sa.select(Series.change_id, Series.id).where(
-    in_param(Series.change_id, "changes")
-)
-_SERIES_BY_TITLE = (
-    sa.select(Series.title_key, Series.author_email, Series.id)
-    .where(in_param(Series.title_key, "titles"))
-    .order_by(Series.updated_at.desc())
+_VERSIONS_OF_SERIES = sa.select(*records.VERSION_COLUMNS).where(
+    in_param(SeriesVersion.series_id, "series")
 )
 _PATCHES_OF_VERSIONS = sa.select(Patch.series_version_id, Patch.index, Patch.message_id).where(
     in_param(Patch.series_version_id, "versions")
 )
-# (message-id, series) of the messages that postings reply to, where those are a version's
-# patch or cover letter. Two lookups, not one join on an OR: the OR made the planner scan
-# every version.
-_SERIES_OF_PARENTS = (
-    sa.select(Message.msgid, SeriesVersion.series_id)
-    .join(Patch, Patch.message_id == Message.id)
-    .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
-    .where(in_param(Message.msgid, "parents")),
-    sa.select(Message.msgid, SeriesVersion.series_id)
-    .join(SeriesVersion, SeriesVersion.cover_message_id == Message.id)
-    .where(in_param(Message.msgid, "parents")),
-)
-_SERIES_BY_ID = sa.select(
-    *records.SERIES_COLUMNS,
-    sa.select(sa.func.count()).where(SeriesVersion.series_id == Series.id).scalar_subquery(),
-).where(in_param(Series.id, "ids"))
+# What links a version to versions of other threads (`membership`): their authors' versions
+# (titles and change-ids compared here: a title is matched as `title_key` makes it), and the
+# series that carry a change-id, whoever sent them.
+_VERSIONS_BY_AUTHOR = sa.select(
+    SeriesVersion.series_id, SeriesVersion.author_email, SeriesVersion.title,
+    SeriesVersion.change_id,
+).where(in_param(SeriesVersion.author_email, "authors"))  # fmt: skip
+_SERIES_BY_CHANGE = sa.select(Series.id).where(in_param(Series.change_id, "changes"))
+_SERIES_BY_ID = sa.select(*records.SERIES_COLUMNS).where(in_param(Series.id, "ids"))
+_MSGID = sa.select(Message.msgid).where(Message.id == sa.bindparam("id"))
+_NO_DATE = dt.datetime.max.replace(tzinfo=dt.UTC)
 _VERSIONS_OF_THREADS = sa.select(SeriesVersion.id).where(
     in_param(SeriesVersion.thread_id, "threads")
 )
@@ -105,10 +99,8 @@ class _Known:
         self, conn: sa.Connection, postings: list[Posting], rows: dict[str, Any],
         not_taken: list[int],
     ) -> None:  # fmt: skip
-        self.new_series: dict[tuple[str, str], SeriesRecord] = {}  # ("change", id), (title, author)
-        self.created: list[SeriesRecord] = []  # the new series, each once
+        self.created: list[SeriesRecord] = []  # the new series
         self.new_versions: list[VersionRecord] = []
-        self.pending: dict[str, VersionRecord] = {}  # stored this run, by member message-id
         self.claimed: set[VersionRecord] = set()  # versions a posting of this run continues
         member_ids = [rows[m].id for p in postings for m in p.members]
         # Where the postings' messages are now: patches (and copies no posting takes) and covers.
@@ -124,50 +116,79 @@ class _Known:
         more = set(self.version_of_message.values()) - {r.id for r in version_rows}
         if more:
             version_rows += conn.execute(_VERSIONS_BY_ID, {"ids": list(more)}).all()
-        carriers = [rows[p.cover or p.patches[min(p.patches)]] for p in postings]
-        by_change = conn.execute(
-            _SERIES_BY_CHANGE, {"changes": list({c.change_id for c in carriers if c.change_id})}
-        ).all()
-        by_title = conn.execute(
-            _SERIES_BY_TITLE, {"titles": list({title_key(p.title) for p in postings})}
-        ).all()
-        by_parent = self._series_of_parents(conn, carriers)
-        self.series = self._read_series(conn, {r.series_id for r in version_rows}
-                                        | {r[-1] for r in [*by_change, *by_title, *by_parent]})
-        self.series_by_change: dict[str, SeriesRecord] = {}
-        for change_id, series_id in by_change:
-            self.series_by_change.setdefault(change_id, self.series[series_id])
-        self.series_by_title: dict[tuple[str, str], SeriesRecord] = {}
-        for key, author, series_id in by_title:
-            self.series_by_title.setdefault((key, author), self.series[series_id])
-        self.series_by_parent = {msgid: self.series[s] for msgid, s in by_parent}
-        patches: dict[int, dict[int, int]] = defaultdict(dict)
-        for version_id, index, message_id in conn.execute(
-            _PATCHES_OF_VERSIONS, {"versions": list({r.id for r in version_rows})}
-        ):
-            patches[version_id][index] = message_id
-        self.versions = {
-            r.id: records.version_record(r._mapping, self.series[r.series_id], patches[r.id])
-            for r in version_rows
-        }
+        self.series: dict[int, SeriesRecord] = {}
+        self.versions: dict[int, VersionRecord] = {}
+        self._add(conn, version_rows)
         self.by_anchor = {v.anchor_msgid: v for v in self.versions.values()}
         # Which version holds each message as a patch, as this run places them.
         self.holder = {m: v for v in self.versions.values() for m in v.patches.values()}
 
-    @staticmethod
-    def _series_of_parents(conn: sa.Connection, carriers: list[Any]) -> list[Any]:
-        """(message-id, series) of the messages that postings reply to, where those are a
-        version's patch or cover letter: a new version threaded under the old."""
-        parents = list({p for c in carriers for p in [c.in_reply_to, *(c.references or [])] if p})
-        found: list[Any] = []
-        for version_of_parent in _SERIES_OF_PARENTS:
-            found += conn.execute(version_of_parent, {"parents": parents})
-        return found
+    def _add(self, conn: sa.Connection, version_rows: list[Any]) -> None:
+        """Records of stored versions (their series and patches read here) not read yet."""
+        version_rows = [r for r in version_rows if r.id not in self.versions]
+        if not version_rows:
+            return
+        series_ids = list({r.series_id for r in version_rows} - self.series.keys())
+        for row in conn.execute(_SERIES_BY_ID, {"ids": series_ids}):
+            self.series[row.id] = records.series_record(row._mapping, versions=0)
+        patches: dict[int, dict[int, int]] = defaultdict(dict)
+        for version_id, index, message_id in conn.execute(
+            _PATCHES_OF_VERSIONS, {"versions": [r.id for r in version_rows]}
+        ):
+            patches[version_id][index] = message_id
+        for r in version_rows:
+            self.versions[r.id] = records.version_record(
+                r._mapping, self.series[r.series_id], patches[r.id]
+            )
 
-    @staticmethod
-    def _read_series(conn: sa.Connection, ids: set[int]) -> dict[int, SeriesRecord]:
-        return {row.id: records.series_record(row._mapping, row[-1])
-                for row in conn.execute(_SERIES_BY_ID, {"ids": list(ids)})}  # fmt: skip
+    def regroup(
+        self, conn: sa.Connection, rows: dict[str, Any], threads: set[int]
+    ) -> set[VersionRecord]:
+        """Recompute the series around the versions this run changed (`membership`).
+
+        Read: the versions linked to them by title or change-id, every version of each series
+        any loaded version is in, and the cover letters and patches of those versions' threads
+        beyond `threads` (whose parts are `rows`), where their series may come apart. A series
+        none of whose versions changed or is in `threads` is whole as stored, its mail as its
+        row says: not read. Returns the versions whose carried trailers may change: those that
+        changed series, and those of the series that lost one."""
+        changed = [v for v in self.all_versions() if v.changed]
+        if not changed:
+            return set()
+        keys = {(v.author_email, title_key(v.title)) for v in changed if not v.removed}
+        changes = list({v.change_id for v in changed if v.change_id and not v.removed})
+        wanted = {v.series.id for v in self.all_versions() if v.series is not None}
+        for series_id, author, title, change_id in conn.execute(
+            _VERSIONS_BY_AUTHOR, {"authors": list({a for a, _ in keys})}
+        ):
+            if (author, title_key(title)) in keys or change_id in changes:
+                wanted.add(series_id)
+        if changes:
+            wanted.update(conn.scalars(_SERIES_BY_CHANGE, {"changes": changes}))
+        wanted.discard(None)  # a new version's
+        if wanted:
+            self._add(conn, conn.execute(_VERSIONS_OF_SERIES, {"series": list(wanted)}).all())
+        by_series: dict[SeriesRecord, list[VersionRecord]] = defaultdict(list)
+        for v in self.versions.values():
+            if v.series is not None:
+                by_series[v.series].append(v)
+        unsettled = {s for s, vs in by_series.items()
+                     if any(v.changed or v.thread_id in threads for v in vs)}  # fmt: skip
+        versions = [v for v in self.all_versions() if not v.removed]
+        parts = {r.id: r for r in rows.values()}
+        more = {v.thread_id for v in versions if v.series in unsettled} - threads - {None}
+        if more:
+            for thread_parts in _posting_parts(conn, more).values():
+                parts.update((r.id, r) for r in thread_parts)
+        whole = [[v for v in vs if not v.removed] for s, vs in by_series.items()
+                 if s not in unsettled]  # fmt: skip
+        before = {v: v.series for v in self.all_versions()}
+        groups = membership.components(versions, whole, parts)
+        created, moved = membership.settle_series(groups, self.series.values(), parts, utcnow())
+        self.created += created
+        left = {before[v] for v in moved} | {v.series for v in changed if v.removed}
+        left.discard(None)
+        return moved | {v for v in versions if before[v] in left}
 
     def all_series(self) -> list[SeriesRecord]:
         return [*self.series.values(), *self.created]
@@ -199,13 +220,13 @@ def update_series(
     found = [(t, p) for t, p in found if p.patches]  # a cover letter alone is not a posting yet
     if found or not_taken:
         known = _Known(conn, [p for _, p in found], rows, not_taken)
-        claims = _existing_versions([p for _, p in found], rows, known)
+        claims = _existing_versions(found, rows, known)
         known.claimed = {v for v in claims if v is not None}
         for (thread_id, posting), version in zip(found, claims, strict=True):
             if version is not None and _unchanged(version, posting, rows):
                 continue
             created = version is None
-            touched.append(_store_posting(thread_id, posting, rows, version, known))
+            touched.append(_store_posting(conn, thread_id, posting, rows, version, known))
             if created:
                 result.series_created += 1
             else:
@@ -213,6 +234,7 @@ def update_series(
         for message_id in not_taken:
             if (holder := known.holder.get(message_id)) is not None:
                 _remove_patch(holder, message_id, known)  # a copy placed before the other came
+        touched += known.regroup(conn, rows, set(by_thread))
         records.write(conn, known.all_series(), known.all_versions())
     trailer_versions = {v.id for v in touched if v.id is not None and not v.removed}
     if trailer_threads := set(trailer_threads):
@@ -235,14 +257,18 @@ def _unchanged(version: VersionRecord, posting: Posting, rows: dict[str, Any]) -
 
 
 def _existing_versions(
-    postings: list[Posting], rows: dict[str, Any], known: _Known
+    found: list[tuple[int, Posting]], rows: dict[str, Any], known: _Known
 ) -> list[VersionRecord | None]:
-    """The stored version each posting continues, each version continued by one posting at
-    most: the posting it is anchored by, else the one holding most of its messages. (A thread's
-    postings can be split anew when a part arrives: a series sent twice without threading.)"""
+    """The stored version each posting (of a thread) continues, each version continued by one
+    posting at most: the posting it is anchored by in the same thread, else the one holding
+    most of its messages. (A thread's postings can be split anew when a part arrives: a series
+    sent twice without threading. A version of another thread hanging from the same missing
+    message is another posting, not this one's.)"""
     scores: list[tuple[tuple[bool, int], int, int]] = []  # (anchored, shared), posting, version
-    for index, posting in enumerate(postings):
+    for index, (thread_id, posting) in enumerate(found):
         anchored = known.by_anchor.get(posting.anchor)
+        if anchored is not None and anchored.thread_id not in (thread_id, None):
+            anchored = None
         shared = Counter(
             v for m in posting.members
             if (v := known.version_of_message.get(rows[m].id)) is not None
@@ -251,7 +277,7 @@ def _existing_versions(
             assert anchored.id is not None
             scores.append(((True, shared[anchored.id]), index, anchored.id))
         scores += [((False, n), index, v) for v, n in shared.items()]
-    chosen: list[int | None] = [None] * len(postings)
+    chosen: list[int | None] = [None] * len(found)
     taken: set[int] = set()
     for _, index, version_id in sorted(scores, key=lambda s: (s[0], -s[1]), reverse=True):
         if chosen[index] is None and version_id not in taken:
@@ -260,28 +286,47 @@ def _existing_versions(
     return [None if v is None else known.versions[v] for v in chosen]
 
 
-def _anchor_for(posting: Posting, version: VersionRecord | None, known: _Known) -> str:
+def _anchor_for(
+    conn: sa.Connection, posting: Posting, version: VersionRecord | None, known: _Known
+) -> str:
     """The posting's anchor, unless another version holds it: two threads hanging from one
     missing message (different References), which once failed the batch on the unique
-    anchor. Its first patch names it then, as grouping names other postings hanging there."""
+    anchor. The one sent first is named by that message, the other by its first patch, as
+    grouping names other postings hanging there; when this one was sent first, the other
+    gives the name up."""
     holder = known.by_anchor.get(posting.anchor)
-    if holder is None or holder is version:
+    if holder is None or holder is version or holder.removed or (
+        holder.anchor_msgid != posting.anchor  # gave it up to this one already
+    ):
         return posting.anchor
-    return posting.patches[min(posting.patches)]
+    first = posting.patches[min(posting.patches)]
+    if not holder.patches:  # a version of this run's that gets its patches later
+        return first
+    theirs = conn.scalar(_MSGID, {"id": holder.patches[min(holder.patches)]})
+    if (holder.date or _NO_DATE, theirs) < (posting.date or _NO_DATE, first):
+        return first
+    holder.anchor_msgid = theirs
+    holder.changed = True
+    known.by_anchor[theirs] = holder
+    return posting.anchor
 
 
 def _store_posting(
+    conn: sa.Connection,
     thread_id: int,
     posting: Posting,
     rows: dict[str, Any],
     version: VersionRecord | None,
     known: _Known,
 ) -> VersionRecord:
-    now = utcnow()
+    """Make `version` (a new one when None) what `posting` now says; which series it is of is
+    settled once every posting of the run is stored (`_Known.regroup`). Nothing is kept from
+    what it said before: a value kept because it came first would depend on the order the
+    mail arrived in."""
     if version is None:
         version = VersionRecord(
             series=None,
-            anchor_msgid=_anchor_for(posting, version, known),
+            anchor_msgid=_anchor_for(conn, posting, version, known),
             thread_id=thread_id,
             version=posting.version,
             title=posting.title,
@@ -292,28 +337,23 @@ def _store_posting(
         known.new_versions.append(version)
     version.changed = True
     # The anchor names the posting as it now stands: a cover letter that arrived late takes over.
-    version.anchor_msgid = _anchor_for(posting, version, known)
+    version.anchor_msgid = _anchor_for(conn, posting, version, known)
     known.by_anchor[version.anchor_msgid] = version
     cover = rows[posting.cover] if posting.cover else None
-    if cover is not None and version.cover_message_id != cover.id:
-        version.cover_message_id = cover.id
-        _join_titled_series(version, cover.title, known)
-    if version.thread_id is None:
-        version.thread_id = thread_id
+    version.cover_message_id = cover.id if cover is not None else None
+    version.thread_id = thread_id
     carrier = cover or rows[posting.patches[min(posting.patches)]]  # b4 writes base-commit there
     version.version = posting.version
-    version.title = posting.title or version.title
+    version.title = posting.title
+    version.author_email = posting.author
     version.rfc = any(rows[m].rfc for m in posting.members)
     version.resend = posting.resend
     version.prefixes = carrier.prefixes
-    version.base_commit = carrier.base_commit or version.base_commit
-    version.change_id = carrier.change_id or version.change_id
+    version.base_commit = carrier.base_commit
+    version.change_id = carrier.change_id
     version.notes = posting.notes
-    if posting.date and (version.date is None or posting.date < version.date):
-        version.date = posting.date
-    version.updated_at = now
-    if version.series is None:
-        move(version, _find_or_create_series(version, carrier, known))
+    version.date = posting.date
+    version.updated_at = utcnow()
     _place_patches(version, posting, rows, known)
     indexes = set(version.patches)
     version.expected = max([posting.expected, *indexes])
@@ -322,28 +362,7 @@ def _store_posting(
     version.ambiguous = ambiguous(posting.notes)
     version.complete = all(i in indexes for i in range(1, version.expected + 1)) and (
         not unresolved(posting.notes))
-    known.pending.update((m, version) for m in posting.members)
-    series = version.series
-    assert series is not None
-    series.changed = True
-    newest = max((d for m in posting.members if (d := rows[m].date) is not None), default=now)
-    if series.last_mail_at is None or newest > series.last_mail_at:
-        series.last_mail_at = newest
-    if version.change_id and not series.change_id:
-        series.change_id = version.change_id
     return version
-
-
-def _join_titled_series(version: VersionRecord, title: str, known: _Known) -> None:
-    """A cover letter that came after its patches names the version: when the series made for
-    the patches holds nothing else and the author has a series of that title, move it there."""
-    alone = version.series
-    if alone is None or alone.versions != 1:
-        return
-    key = (title_key(title), version.author_email)
-    titled = known.new_series.get(key) or known.series_by_title.get(key)
-    if titled is not None and titled is not alone:
-        move(version, titled)  # `alone` is left with no version: it is deleted
 
 
 def _place_patches(
@@ -373,47 +392,6 @@ def _remove_patch(owner: VersionRecord, message_id: int, known: _Known) -> None:
     owner.changed = True
     if not owner.patches and owner not in known.claimed:  # a claimed one gets patches next
         owner.removed = True
-        if owner.series is not None:
-            owner.series.versions -= 1
-            owner.series.changed = True
     else:
         owner.received = len(owner.patches)
         owner.complete = False
-
-
-def _find_or_create_series(
-    version: VersionRecord, carrier: Any, known: _Known
-) -> SeriesRecord:
-    """The series this posting is a version of: by change-id, by thread, or by title and author."""
-    by_change = ("change", version.change_id or "")
-    by_title = (title_key(version.title), version.author_email)
-    if version.change_id:
-        series = known.new_series.get(by_change) or known.series_by_change.get(version.change_id)
-        if series is not None:
-            return series
-    # A new version threaded under the previous one.
-    for parent in [carrier.in_reply_to, *reversed(carrier.references or [])]:
-        earlier = known.pending.get(parent) if parent else None
-        if earlier is not None and earlier.author_email == version.author_email:
-            assert earlier.series is not None
-            return earlier.series
-        series = known.series_by_parent.get(parent) if parent else None
-        if series is not None and series.author_email == version.author_email:
-            return series
-    series = known.new_series.get(by_title) or known.series_by_title.get(by_title)
-    if series is not None:
-        return series
-    series = SeriesRecord(
-        title=version.title,
-        title_key=title_key(version.title),
-        author_name=carrier.from_name,
-        author_email=version.author_email,
-        change_id=version.change_id,
-        last_mail_at=None,
-        versions=0,
-    )
-    known.created.append(series)
-    known.new_series[by_title] = series
-    if version.change_id:
-        known.new_series[by_change] = series
-    return series

@@ -254,5 +254,6 @@ def series_title(versions: Iterable[tuple[int, bool, dt.datetime | None, str]]) 
     titled = [v for v in versions if v[3]]
     if not titled:
         return ""
-    newest = max(titled, key=lambda v: (v[1], v[0], v[2] or _NO_DATE))
+    # Two versions alike but for the title (v1 and its resend, one date): the title decides.
+    newest = max(titled, key=lambda v: (v[1], v[0], v[2] or _NO_DATE, v[3]))
     return newest[3]

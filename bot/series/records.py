@@ -7,13 +7,14 @@ ORM objects did the same work at about half of the storing process's CPU: instru
 attributes, the unit of work's bookkeeping, lazy loads of each series' versions, a flush for
 every patch that moved.
 
-A series is deleted when its last version goes, and its title is derived from its versions as
-stored once this batch is written (`series_title`): the newest cover letter's.
+A series is deleted when its last version goes; its title, author, change-id and last mail come
+from its versions (`bot.series.membership`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,8 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.db.models import Patch, Series, SeriesVersion, utcnow
-from bot.db.value_lists import in_param, in_values, insert_tuples, sqlite_inserted_ids
-from bot.series.grouping import series_title
+from bot.db.value_lists import in_values, insert_tuples, sqlite_inserted_ids
 
 _SERIES = Series.__table__
 _VERSIONS = SeriesVersion.__table__
@@ -33,12 +33,9 @@ _NOT_WORD = re.compile(r"[^a-z0-9]+")
 # The statements every batch sends, built once: the lists they look up are their parameters.
 _UPDATE_VERSION = sa.update(_VERSIONS).where(_VERSIONS.c.id == sa.bindparam("version_id"))
 _UPDATE_SERIES = sa.update(_SERIES).where(_SERIES.c.id == sa.bindparam("series_id"))
-_TITLES = sa.select(
-    _VERSIONS.c.series_id, _VERSIONS.c.version, _VERSIONS.c.cover_message_id.is_not(None),
-    _VERSIONS.c.date, _VERSIONS.c.title,
-).where(in_param(_VERSIONS.c.series_id, "series"))  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a batch keys its authors' titles, and again the next
 def title_key(title: str) -> str:
     """A title normalised for matching versions: case, punctuation and spacing ignored."""
     return _NOT_WORD.sub(" ", title.lower()).strip()[:500]
@@ -46,7 +43,7 @@ def title_key(title: str) -> str:
 
 @dataclass(eq=False)
 class SeriesRecord:
-    """A `series` row. `versions` counts its versions, stored and added in this batch."""
+    """A `series` row. `versions` counts its versions as this batch leaves them."""
 
     title: str
     title_key: str
@@ -56,7 +53,7 @@ class SeriesRecord:
     last_mail_at: dt.datetime | None
     versions: int
     id: int | None = None  # None until written
-    changed: bool = False  # a posting of it was stored, or it lost a version
+    changed: bool = False  # a posting of it was stored, or it gained or lost a version
 
 
 SERIES_COLUMNS = (
@@ -91,6 +88,7 @@ class VersionRecord:
     patches: dict[int, int] = field(default_factory=dict)
     id: int | None = None  # None until written
     stored_patches: dict[int, int] = field(default_factory=dict)  # as the database holds them
+    stored_anchor: str | None = None  # as the database holds it
     changed: bool = False
     removed: bool = False
 
@@ -113,16 +111,7 @@ def version_record(
     """A record of a row read with `VERSION_COLUMNS`, with its stored patches."""
     values = {k: row[k] for k in _VERSION_FIELDS}
     return VersionRecord(**values, series=series, id=row["id"], patches=dict(patches),
-                         stored_patches=patches)
-
-
-def move(version: VersionRecord, series: SeriesRecord) -> None:
-    """Make `version` a version of `series`, counting it out of the one it leaves."""
-    if version.series is not None:
-        version.series.versions -= 1
-        version.series.changed = True
-    version.series = series
-    series.versions += 1
+                         stored_patches=patches, stored_anchor=row["anchor_msgid"])
 
 
 def write(
@@ -147,10 +136,16 @@ def write(
         conn.execute(sa.delete(_VERSIONS).where(in_values(_VERSIONS.c.id, removed)))
     kept = [v for v in versions if v.changed and not v.removed]
     stored = [v for v in kept if v.id is not None]
-    if stored:
-        conn.execute(
-            _UPDATE_VERSION, [{**_version_values(v), "version_id": v.id} for v in stored]
-        )
+    # A version may take the anchor another one gives up (`assemble._anchor_for`): after it.
+    freed = {v.stored_anchor for v in stored if v.anchor_msgid != v.stored_anchor}
+    for turn in (
+        [v for v in stored if v.anchor_msgid not in freed],
+        [v for v in stored if v.anchor_msgid in freed],
+    ):
+        if turn:
+            conn.execute(
+                _UPDATE_VERSION, [{**_version_values(v), "version_id": v.id} for v in turn]
+            )
     new = [v for v in kept if v.id is None]
     _insert_numbered(conn, _VERSIONS, new, [_version_values(v) for v in new])
     placed = [(v.id, i, m) for v in kept for i, m in v.patches.items()
@@ -191,23 +186,15 @@ def _insert_numbered(
 
 
 def _write_series(conn: sa.Connection, series: list[SeriesRecord], now: dt.datetime) -> None:
-    """Titles from the versions as now stored; a series with no version left is deleted."""
+    """A series with no version left is deleted; the others' columns are updated."""
     empty = [s.id for s in series if not s.versions]
     if empty:
         conn.execute(sa.delete(_SERIES).where(in_values(_SERIES.c.id, empty)))
-    kept = {s.id: s for s in series if s.versions}
-    if not kept:
-        return
-    versions: dict[int, list[tuple[int, bool, dt.datetime | None, str]]] = {}
-    for row in conn.execute(_TITLES, {"series": list(kept)}):
-        versions.setdefault(row[0], []).append(tuple(row[1:]))
-    for series_id, record in kept.items():
-        record.title = series_title(versions.get(series_id, ()))
-        record.title_key = title_key(record.title)
-    conn.execute(
-        _UPDATE_SERIES,
-        [{"series_id": s.id, "title": s.title, "title_key": s.title_key,
-          "change_id": s.change_id, "last_mail_at": s.last_mail_at, "updated_at": now}
-         for s in kept.values()],
-    )  # fmt: skip
-
+    kept = [s for s in series if s.versions]
+    if kept:
+        conn.execute(_UPDATE_SERIES, [
+            {"series_id": s.id, "title": s.title, "title_key": s.title_key,
+             "author_name": s.author_name, "author_email": s.author_email,
+             "change_id": s.change_id, "last_mail_at": s.last_mail_at, "updated_at": now}
+            for s in kept
+        ])  # fmt: skip

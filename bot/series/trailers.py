@@ -62,7 +62,6 @@ _EARLIER_TRAILERS = (
         SeriesVersion.id.not_in(sa.bindparam("rebuilt", expanding=True)),
         Message.patch_fingerprint.is_not(None),
     )
-    .order_by(SeriesVersion.version, Trailer.id)
 )  # fmt: skip
 _REPLIES = sa.select(Message.msgid, Message.in_reply_to, _TRAILERS_TEXT).where(
     in_param(Message.thread_id, "threads"), Message.reply.is_(True)
@@ -94,7 +93,9 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
             if patch.patch_fingerprint:
                 found += [
                     (n, v, "carried", src)
-                    for ver, n, v, src in earlier.get(key, [])
+                    # the lowest version's first, then by message-id: a trailer given twice is
+                    # kept from the same reply whatever was stored first
+                    for ver, n, v, src in sorted(earlier.get(key, ()))
                     if ver < version.version
                 ]
             if not found:
@@ -153,7 +154,7 @@ def _replies_by_parent(
     conn: sa.Connection, thread_ids: set[int]
 ) -> dict[str, list[tuple[str, list[tuple[str, str]]]]]:
     """The replies in the threads by the message they reply to: (message-id, the reviewers'
-    trailers in it)."""
+    trailers in it), in order of message-id."""
     out: dict[str, list[tuple[str, list[tuple[str, str]]]]] = defaultdict(list)
     if not thread_ids:
         return out
@@ -163,6 +164,10 @@ def _replies_by_parent(
                 (n, v) for n, v in orjson.loads(trailers) or () if n in REVIEW_TRAILERS
             ]  # fmt: skip
             out[in_reply_to].append((msgid, given))
+    # By message-id, not as stored: a trailer given in two replies is kept from the same one
+    # whatever arrived first.
+    for siblings in out.values():
+        siblings.sort()
     return out
 
 

@@ -28,9 +28,12 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cover_letters_late(db: Database, tree: Path, count: int, topic: str) -> int:
     """Store `count` series' patches, then their cover letters in one batch (each posting
     changes: a stored version gets its cover letter and title); the statements on the series
-    tables that the second batch sent."""
+    tables that the second batch sent. Each series has an author of its own: two of one
+    author whose first patches share a subject are one series until their cover letters come,
+    and then two (a series more to insert)."""
     settings = IngestSettings(batch_size=1000, parse_workers=0)
-    posted = [make_series(tree, SeriesSpec(title=f"mm/{topic}: part {n} of the work", patches=2))
+    posted = [make_series(tree, SeriesSpec(title=f"mm/{topic}: part {n} of the work", patches=2,
+                                           author=(f"Dev {n}", f"{topic}{n}@example.org")))
               for n in range(count)]
     store(db, [m for messages in posted for m in messages[1:]], settings)
     with statements() as seen:

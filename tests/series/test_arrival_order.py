@@ -1,0 +1,190 @@
+"""Series do not depend on how the mail arrived, on SQLite and PostgreSQL.
+
+A bot that follows a list live gets mail one message at a time, in whatever order the mail
+servers deliver it (patches before their cover letter, a v2 before the v1 it replies to); a
+backfill gets batches of thousands. For the same messages both must end with the same series,
+versions, patches and trailers: what `lorelab series list` shows a maintainer. Compared by
+natural keys (message-ids), not by row ids, which follow the order of arrival.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import email.utils
+import functools
+import random
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from bot.config import IngestSettings
+from bot.db.models import Base, Message, Patch, Series, SeriesVersion, Trailer
+from bot.db.session import Database
+from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
+from tests.series.mailing import header, msgs_id, store, with_header
+
+ADA = ("Ada Reclaim", "ada@example.org")
+BO = ("Bo Compact", "bo@example.org")
+RITA = ("Rita Reviewer", "rita@example.org")
+START = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)
+GONE = "<gone@example.org>"
+
+
+def day(n: int) -> dt.datetime:
+    return START + dt.timedelta(days=n)
+
+
+def reviewed(parent: bytes, when: dt.datetime) -> bytes:
+    return make_reply(parent, author=RITA, body="Looks right.", date=when,
+                      trailers=[f"Reviewed-by: {RITA[0]} <{RITA[1]}>"])
+
+
+def hanging(mail: bytes, root: str) -> bytes:
+    """`mail` sent in reply to a message never seen, under another thread root."""
+    return with_header(with_header(mail, "In-Reply-To", GONE), "References", f"{root} {GONE}")
+
+
+@pytest.fixture(scope="module")
+def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """A fortnight of a list, in order of date: each kind of posting whose series once
+    depended on the order of arrival."""
+    tree = make_tree(tmp_path_factory.mktemp("tree") / "linux")
+    made = functools.partial(make_series, tree)
+    # v1 and v2 in threads of their own, one title (and each its own b4 change-id): one series
+    # titled by either cover letter, whichever arrives first.
+    lru = SeriesSpec(title="mm: batch lru updates", patches=3, start_date=day(0),
+                     change_id="20261102-lru-1")
+    lru1 = made(lru)
+    lru2 = made(dataclasses.replace(lru, version=2, start_date=day(4), change_id="20261106-lru-2",
+                                    same_changes_as=lru, revised=(2,)))
+    # A single patch, then a v2 with a cover letter of another title whose first patch is that
+    # patch again, then a v3 as a single patch: the v2's patches alone look like the v1.
+    fix = SeriesSpec(title="unused", patches=1, cover=False, start_date=day(1),
+                     changes=series_changes(SeriesSpec(title="mm/swap: a fix", patches=1)))
+    fix1 = made(fix)
+    fix2 = made(dataclasses.replace(fix, title="mm/swap: a fix and a follow-up", patches=2,
+                                    cover=True, version=2, start_date=day(5), changes=None,
+                                    same_changes_as=fix))
+    fix3 = made(dataclasses.replace(fix, version=3, start_date=day(9), same_changes_as=fix,
+                                    revised=(1,)))
+    # A retitled v2 threaded under v1's cover letter: one series by threading alone.
+    scan = SeriesSpec(title="mm/vmscan: plan the scan", patches=2, start_date=day(2))
+    scan1 = made(scan)
+    scan2 = made(dataclasses.replace(scan, title="mm/vmscan: plan the scan in rounds",
+                                     version=2, start_date=day(6), same_changes_as=scan,
+                                     in_reply_to=f"<{msgs_id(scan1[0])}>"))
+    # Another author, deep threading: each patch in reply to the one before.
+    pieces = made(SeriesSpec(title="mm/compaction: in pieces", patches=4, threading="deep",
+                             author=BO, start_date=day(3)))
+    # Two postings in reply to one message never seen, in threads of their own (other
+    # References): the one sent first is named by that message, the other by its patch.
+    hung = [hanging(m, "<r1@example.org>") for m in made(SeriesSpec(
+        title="mm/mlock: hung", patches=2, cover=False, start_date=day(8)))]
+    hung += [hanging(m, "<r2@example.org>") for m in made(SeriesSpec(
+        title="mm/mlock: hung too", patches=1, cover=False, author=BO,
+        start_date=day(8) + dt.timedelta(seconds=30)))]
+    # Sent without threading headers: a thread of their own by author, prefix and hour.
+    loose = made(SeriesSpec(title="mm/workingset: loose", patches=3, threading="none",
+                            author=BO, start_date=day(7)))
+    reviews = [reviewed(lru1[0], day(0) + dt.timedelta(hours=5)),
+               reviewed(lru1[1], day(0) + dt.timedelta(hours=6)),
+               reviewed(lru1[1], day(0) + dt.timedelta(hours=7)),  # the same trailer again
+               reviewed(loose[2], day(7) + dt.timedelta(hours=1)),
+               reviewed(fix1[0], day(1) + dt.timedelta(hours=3)),
+               reviewed(pieces[2], day(3) + dt.timedelta(hours=2)),
+               reviewed(scan1[2], day(2) + dt.timedelta(hours=4))]
+    mails = lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + hung + loose + reviews
+    return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
+                                        msgs_id(m)))
+
+
+def state(db: Database) -> dict[str, Any]:
+    """Series, versions, patches and trailers by the message-ids that name them."""
+    with db.session() as session:
+        run = session.execute
+        msgid: dict[int, str] = {}
+        # A thread by its messages: its root is the first to come where none names it.
+        threads: dict[int, list[str]] = {}
+        for message_id, mid, thread_id in run(
+            sa.select(Message.id, Message.msgid, Message.thread_id)
+        ):
+            msgid[message_id] = mid
+            threads.setdefault(thread_id, []).append(mid)
+        thread = {t: tuple(sorted(ids)) for t, ids in threads.items()}
+        anchor: dict[int, str] = {}
+        versions = set()
+        members: dict[int, list[str]] = {}
+        for v in run(sa.select(SeriesVersion)).scalars():
+            anchor[v.id] = v.anchor_msgid
+            members.setdefault(v.series_id, []).append(v.anchor_msgid)
+            versions.add((v.anchor_msgid, v.version, thread[v.thread_id], v.title, v.author_email,
+                          v.expected, v.received, v.complete, msgid.get(v.cover_message_id),
+                          v.rfc, v.resend, tuple(v.prefixes), v.base_commit, v.change_id,
+                          tuple(v.notes), v.date, v.ambiguous))
+        series = {(tuple(sorted(members[s.id])), s.title, s.title_key, s.author_name,
+                    s.author_email, s.change_id, s.last_mail_at)
+                  for s in run(sa.select(Series)).scalars()}
+        patch_of = {}
+        patches = set()
+        for p in run(sa.select(Patch)).scalars():
+            patch_of[p.id] = msgid[p.message_id]
+            patches.add((msgid[p.message_id], p.index, anchor[p.series_version_id]))
+        trailers = {(patch_of[t.patch_id], t.name, t.value, t.origin, t.source_msgid)
+                    for t in run(sa.select(Trailer)).scalars()}
+    return {"series": series, "versions": versions, "patches": patches, "trailers": trailers}
+
+
+def emptied(db: Database) -> Database:
+    """`db` with no rows left, for the next arrangement."""
+    with db.session() as session:
+        for table in reversed(Base.metadata.sorted_tables):
+            session.execute(table.delete())
+        session.commit()
+    return db
+
+
+def arrived(db: Database, batches: list[list[bytes]]) -> dict[str, Any]:
+    """The state after storing `batches` one after another in an empty database, each in
+    transactions of one message when it is a list of one, else in one."""
+    emptied(db)
+    for batch in batches:
+        store(db, batch, IngestSettings(batch_size=len(batch), parse_workers=0))
+    return state(db)
+
+
+def one_by_one(mails: list[bytes]) -> list[list[bytes]]:
+    return [[m] for m in mails]
+
+
+def covers_last(mails: list[bytes]) -> list[bytes]:
+    """Each cover letter after the patches of its posting (a common delivery order)."""
+    covers = [m for m in mails if "0/" in header(m, "Subject").split("]")[0]]
+    return [m for m in mails if m not in covers] + covers
+
+
+def test_series_do_not_depend_on_batches_or_order_of_arrival(db, traffic):
+    whole = arrived(db, [traffic])
+    grouped = {s[0]: s[1] for s in whole["series"]}  # anchors of its versions: title
+    assert len(grouped) == 8 and len(whole["versions"]) == 11
+    lru = next(s for s in whole["series"] if s[1] == "mm: batch lru updates")
+    assert len(lru[0]) == 2 and lru[5] == "20261102-lru-1"  # v1's change-id: it came first
+    assert "mm/vmscan: plan the scan in rounds" in grouped.values()  # v2 under v1's cover
+    assert "mm/swap: a fix and a follow-up" in grouped.values()  # not with v1 and v3
+    assert (GONE.strip("<>"),) in grouped  # the posting sent first is named by it
+    assert whole["trailers"]
+    arrangements = {
+        "one by one": one_by_one(traffic),
+        "reversed": one_by_one(traffic[::-1]),
+        "cover letters last": one_by_one(covers_last(traffic)),
+        **{f"shuffled {seed}": one_by_one(random.Random(seed).sample(traffic, len(traffic)))
+           for seed in range(3)},
+        **{f"split at {k}": [traffic[:k], traffic[k:]] for k in range(1, len(traffic))},
+        **{f"reversed, split at {k}": [traffic[::-1][:k], traffic[::-1][k:]]
+           for k in range(1, len(traffic))},
+    }
+    for name, batches in arrangements.items():
+        got = arrived(db, batches)
+        for key in whole:
+            assert got[key] == whole[key], (name, key, got[key] ^ whole[key])
