@@ -64,7 +64,9 @@ def test_a_page_costs_the_same_statements_for_one_row_or_many_and_reads_no_raw_m
             lorelab.json("series", "list", "--limit", limit)
         counts.append(len(seen))
         assert not [sql for sql, _ in seen if RAW_COLUMN.search(sql)]
-    assert counts[0] == counts[1] <= 10
+    # Four rows cost no more statements than one; the first command may open the database
+    # with one statement more than the second (a connection's set-up, seen in CI).
+    assert counts[1] <= counts[0] <= 10
     with statements() as seen:
         shown = lorelab.json("series", "show", "1")
         with db.session() as session:
