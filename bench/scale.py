@@ -101,9 +101,9 @@ def generated_rows(existing: int, raw: bytes, sqlite: bool) -> Iterator[dict[str
             rows["series"].append((sid, title, title.lower(), "Dev", author, None, when(tid),
                                    when(tid), when(tid * PER_THREAD)))
             rows["series_versions"].append((
-                sid, sid, root, tid, 1, title, author, 3, 3, True, t * PER_THREAD + 1, False,
-                False, _json(["PATCH"]), None, None, _json([]), when(tid * PER_THREAD),
-                when(tid),
+                sid, sid, root, tid, 1, title, title.lower(), author, 3, 3, True,
+                t * PER_THREAD + 1, False, False, _json(["PATCH"]), None, None, _json([]),
+                when(tid * PER_THREAD), when(tid),
             ))
             for k in (1, 2, 3):
                 rows["patches"].append((sid * 3 + k - 3, sid, t * PER_THREAD + k + 1, k))
@@ -121,9 +121,9 @@ COLUMNS = {
     "series": ("id", "title", "title_key", "author_name", "author_email", "change_id",
                "created_at", "updated_at", "last_mail_at"),
     "series_versions": ("id", "series_id", "anchor_msgid", "thread_id", "version", "title",
-                        "author_email", "expected", "received", "complete", "cover_message_id",
-                        "rfc", "resend", "prefixes", "base_commit", "change_id", "notes", "date",
-                        "updated_at"),
+                        "title_key", "author_email", "expected", "received", "complete",
+                        "cover_message_id", "rfc", "resend", "prefixes", "base_commit",
+                        "change_id", "notes", "date", "updated_at"),
     "patches": ("id", "series_version_id", "message_id", "index"),
     "message_lists": ("message_id", "list_id"),
 }

@@ -218,6 +218,9 @@ class SeriesVersion(Base):
     """One posting of a series: a cover letter (optional) and patches 1..N of one version."""
 
     __tablename__ = "series_versions"
+    # Assembly's links between versions (bot.series.membership): one author's versions of one
+    # title, and versions of one change-id, looked up without reading an author's history.
+    __table_args__ = (Index("ix_series_versions_author_title", "author_email", "title_key"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     series_id: Mapped[int] = mapped_column(ForeignKey("series.id"), index=True)
@@ -227,7 +230,8 @@ class SeriesVersion(Base):
     thread_id: Mapped[int | None] = mapped_column(ForeignKey("threads.id"), index=True)
     version: Mapped[int] = mapped_column(Integer)
     title: Mapped[str] = mapped_column(Text)
-    author_email: Mapped[str] = mapped_column(String(320), index=True)
+    title_key: Mapped[str] = mapped_column(String(500), server_default="")  # as Series.title_key
+    author_email: Mapped[str] = mapped_column(String(320))
     expected: Mapped[int] = mapped_column(Integer)
     received: Mapped[int] = mapped_column(Integer, default=0)
     complete: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
@@ -236,7 +240,7 @@ class SeriesVersion(Base):
     resend: Mapped[bool] = mapped_column(Boolean, default=False)
     prefixes: Mapped[list[str]] = mapped_column(JSON, default=list)
     base_commit: Mapped[str | None] = mapped_column(String(64))
-    change_id: Mapped[str | None] = mapped_column(String(200))
+    change_id: Mapped[str | None] = mapped_column(String(200), index=True)
     notes: Mapped[list[str]] = mapped_column(JSON, default=list)  # e.g. version mismatches
     date: Mapped[dt.datetime | None] = mapped_column(index=True)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow)

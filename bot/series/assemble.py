@@ -60,14 +60,17 @@ _VERSIONS_OF_SERIES = sa.select(*records.VERSION_COLUMNS).where(
 _PATCHES_OF_VERSIONS = sa.select(Patch.series_version_id, Patch.index, Patch.message_id).where(
     in_param(Patch.series_version_id, "versions")
 )
-# What links a version to versions of other threads (`membership`): their authors' versions
-# (titles and change-ids compared here: a title is matched as `title_key` makes it), and the
-# series that carry a change-id, whoever sent them.
-_VERSIONS_BY_AUTHOR = sa.select(
-    SeriesVersion.series_id, SeriesVersion.author_email, SeriesVersion.title,
-    SeriesVersion.change_id,
-).where(in_param(SeriesVersion.author_email, "authors"))  # fmt: skip
-_SERIES_BY_CHANGE = sa.select(Series.id).where(in_param(Series.change_id, "changes"))
+# What links a version to versions of other threads (`membership`): one author's versions of
+# one title (the pairs are checked here; the index finds the authors' versions of those titles,
+# not all they ever sent), and the versions of a change-id, whoever sent them.
+_VERSIONS_BY_TITLE = sa.select(
+    SeriesVersion.series_id, SeriesVersion.author_email, SeriesVersion.title_key
+).where(
+    in_param(SeriesVersion.author_email, "authors"), in_param(SeriesVersion.title_key, "titles")
+)  # fmt: skip
+_VERSIONS_BY_CHANGE = sa.select(SeriesVersion.series_id).where(
+    in_param(SeriesVersion.change_id, "changes")
+)
 _SERIES_BY_ID = sa.select(*records.SERIES_COLUMNS).where(in_param(Series.id, "ids"))
 _MSGID = sa.select(Message.msgid).where(Message.id == sa.bindparam("id"))
 _NO_DATE = dt.datetime.max.replace(tzinfo=dt.UTC)
@@ -158,13 +161,13 @@ class _Known:
         keys = {(v.author_email, title_key(v.title)) for v in changed if not v.removed}
         changes = list({v.change_id for v in changed if v.change_id and not v.removed})
         wanted = {v.series.id for v in self.all_versions() if v.series is not None}
-        for series_id, author, title, change_id in conn.execute(
-            _VERSIONS_BY_AUTHOR, {"authors": list({a for a, _ in keys})}
-        ):
-            if (author, title_key(title)) in keys or change_id in changes:
+        for series_id, author, key in conn.execute(_VERSIONS_BY_TITLE, {
+            "authors": list({a for a, _ in keys}), "titles": list({t for _, t in keys}),
+        }):  # fmt: skip
+            if (author, key) in keys:
                 wanted.add(series_id)
         if changes:
-            wanted.update(conn.scalars(_SERIES_BY_CHANGE, {"changes": changes}))
+            wanted.update(conn.scalars(_VERSIONS_BY_CHANGE, {"changes": changes}))
         wanted.discard(None)  # a new version's
         if wanted:
             self._add(conn, conn.execute(_VERSIONS_OF_SERIES, {"series": list(wanted)}).all())

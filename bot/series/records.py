@@ -93,8 +93,10 @@ class VersionRecord:
     removed: bool = False
 
 
-# The columns a version record mirrors, by name: all but the ids.
-_VERSION_FIELDS = tuple(c.key for c in _VERSIONS.c if c.key not in ("id", "series_id"))
+# The columns a version record mirrors, by name: all but the ids and the title's key, which is
+# written from the title.
+_VERSION_FIELDS = tuple(c.key for c in _VERSIONS.c if c.key not in ("id", "series_id",
+                                                                     "title_key"))
 VERSION_COLUMNS = (SeriesVersion.id, SeriesVersion.series_id) + tuple(
     SeriesVersion.__table__.c[k] for k in _VERSION_FIELDS
 )
@@ -158,6 +160,7 @@ def _version_values(version: VersionRecord) -> dict[str, Any]:
     assert version.series is not None and version.series.id is not None
     values = {k: getattr(version, k) for k in _VERSION_FIELDS}
     values["series_id"] = version.series.id
+    values["title_key"] = title_key(version.title)
     return values
 
 
