@@ -665,7 +665,7 @@ def padding_series_spec(**overrides: Any) -> SeriesSpec:
 # moving between the CPUs, a cost set by how the host runs this machine's vCPUs, not by the
 # series: in one CI run it turned the padding's several-fold slowdown into -35%, inside a
 # test's 100% margin. On one CPU, 3/4 of the paced series measured 9x slower quiet and under
-# load, and the padding 28x and 37x (two CPUs: 3.6x to 7x, and 9x).
+# load, and the padding 28x quiet and 44x under load (two CPUs: 3.6x to 7x, and 9x quiet).
 ONE_CPU_CONFIG = "tinyconfig"
 
 
