@@ -144,6 +144,18 @@ class Thread(Base):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
+class UnseenMessage(Base):
+    """A Message-ID that stored mail names (In-Reply-To, References) but no stored message has,
+    and the thread that names it: a message arriving later under that id joins that thread,
+    and so does any other message that names it, whatever the order of arrival
+    (`bot.series.threads`). Gone once the message itself is stored."""
+
+    __tablename__ = "unseen_messages"
+
+    msgid: Mapped[str] = mapped_column(String(998), primary_key=True)
+    thread_id: Mapped[int] = mapped_column(ForeignKey("threads.id"), index=True)
+
+
 class Message(Base):
     __tablename__ = "messages"
     # Assembly reads a thread's cover letters and patches: (thread_id, kind) together. No index

@@ -12,7 +12,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 2. A chain of such messages is a posting, named (its *anchor*) by the message at its top.
 3. A chain whose top patch replies to a message that has not arrived yet hangs from it, and is
    named by it: the cover letter arriving later finds its patches, whatever the order. Postings
-   of another version or size hanging from the same message are named by their first patch.
+   of another version or size hanging from the same message are named by their first patch,
+   and so is each further single patch (`[PATCH]`): two patches sent in reply to one missing
+   message are two postings, not one patch sent twice.
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
    version's cover letter or patch, or to a review) are one posting per author, version, size
    and RESEND flag, with the cover letter of that key that shares their parent or has no
@@ -104,7 +106,11 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
         elif head.kind == "cover" or hook is None:
             groups[top] = chain
         elif hook not in by_id:
-            _add_to_kin(hanging.setdefault(hook, []), chain)
+            kin_groups = hanging.setdefault(hook, [])
+            if head.total > 1:
+                _add_to_kin(kin_groups, chain)
+            else:
+                kin_groups.append(chain)
         elif head.total > 1:
             _add_to_kin(strays, chain)
         else:

@@ -1,6 +1,11 @@
 """Threads: messages joined by In-Reply-To/References, robust to missing and late parents.
 
-A thread is named by its root message-id, which may be a message never seen. When a message
+A thread is named by its root message-id, which may be a message never seen. A thread is what
+the threading headers connect, whatever the order of arrival: a message joins the threads of
+every message it names and of every message that named it before it came. Mail clients trim
+References, drop them, or reply from another view of the thread, so a reply stored before its
+parent may name another root than the parent does; the ids that stored mail names but that no
+stored message has are kept with their threads (`UnseenMessage`) for this. When a message
 arrives that connects two threads (a parent that came late), the threads are merged.
 
 A series sent without threading headers (`git format-patch` without `--thread`) is one thread
@@ -22,8 +27,8 @@ from collections.abc import Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from bot.db.models import Message, SeriesVersion, Thread
-from bot.db.value_lists import in_param, sqlite_inserted_ids
+from bot.db.models import Message, SeriesVersion, Thread, UnseenMessage
+from bot.db.value_lists import in_param, insert_tuples, sqlite_inserted_ids
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, thread_message
 
@@ -36,6 +41,11 @@ _THREADS_OF_MESSAGES = sa.select(Message.msgid, Message.thread_id).where(
 _THREADS_BY_ROOT = sa.select(Thread.root_msgid, Thread.id).where(
     in_param(Thread.root_msgid, "roots")
 )
+_UNSEEN = UnseenMessage.__table__
+_THREADS_OF_UNSEEN = sa.select(_UNSEEN.c.msgid, _UNSEEN.c.thread_id).where(
+    in_param(_UNSEEN.c.msgid, "msgids")
+)
+_ARRIVED = sa.delete(_UNSEEN).where(in_param(_UNSEEN.c.msgid, "msgids"))
 
 
 class ThreadIndex:
@@ -57,12 +67,18 @@ class ThreadIndex:
         # Only the messages referred to can be stored; any of them may name a thread.
         referred = list(set(related) - new)
         self.thread_of: dict[str, int] = {}
+        self.stored: set[str] = set()  # of those, the ones stored
         for msgid, thread_id in conn.execute(_THREADS_OF_MESSAGES, {"msgids": referred}):
+            self.stored.add(msgid)
             if thread_id is not None:
                 self.thread_of[msgid] = thread_id
-        self.by_root: dict[str, int] = dict(
-            conn.execute(_THREADS_BY_ROOT, {"roots": list(new | set(related))}).all()
+        # Ids named before but not stored, the batch's own among them: every thread root that
+        # is no stored message is one (a root is the first id its thread's first mail named).
+        self.unseen: dict[str, int] = dict(
+            conn.execute(_THREADS_OF_UNSEEN, {"msgids": list(new | set(related))}).all()
         )
+        self.arrived = [msgid for msgid in self.unseen if msgid in new]
+        self.unseen_stored = set(self.unseen)
         self.touched: set[int] = set()
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
         self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
@@ -78,32 +94,43 @@ class ThreadIndex:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
         found = {self.thread_of[r] for r in related if r in self.thread_of}
-        found |= {self.by_root[r] for r in [msgid, *related] if r in self.by_root}
+        found |= {self.unseen[r] for r in [msgid, *related] if r in self.unseen}
         part = self.parts.get(msgid)
         if part is not None:
             kin = self.placed[unthreaded.prefix_key(part)]
             found |= {self.thread_of[k.msgid] for k in kin if unthreaded.joins_threads(part, k)}
             kin.append(part)
         if not found:
-            root = references[0] if references else (in_reply_to or msgid)
             thread_id = next(self._next_id)
-            self.new_roots[thread_id] = root
-            self.by_root[root] = thread_id
+            self.new_roots[thread_id] = references[0] if references else (in_reply_to or msgid)
         else:
             thread_id = min(found)
             others = found - {thread_id}
             if others:
                 self._merge(thread_id, others)
         self.thread_of[msgid] = thread_id
+        for r in related:
+            if r not in self.thread_of and r not in self.stored:
+                self.unseen[r] = thread_id
         self.touched.add(thread_id)
         return thread_id
 
     def store_new(self) -> None:
-        """Insert the batch's new threads and put their real ids everywhere in this index.
+        """Insert the batch's new threads and put their real ids everywhere in this index; store
+        the ids the batch named that no message has, and forget those it brought.
 
         Call after the last `assign` and before anything stores a thread id."""
-        if not self.new_roots:
-            return
+        if self.new_roots:
+            self._insert_threads()
+        conn = self.session.connection()
+        if self.arrived:
+            conn.execute(_ARRIVED, {"msgids": self.arrived})
+        insert_tuples(conn, _UNSEEN, ("msgid", "thread_id"), [
+            (msgid, thread_id) for msgid, thread_id in self.unseen.items()
+            if msgid not in self.thread_of and msgid not in self.unseen_stored
+        ])  # fmt: skip
+
+    def _insert_threads(self) -> None:
         roots = list(self.new_roots.values())
         conn = self.session.connection()
         conn.execute(sa.insert(_THREADS), [{"root_msgid": root} for root in roots])
@@ -113,7 +140,7 @@ class ThreadIndex:
         else:
             real = dict(conn.execute(_THREADS_BY_ROOT, {"roots": roots}).all())
         ids = {provisional: real[root] for provisional, root in self.new_roots.items()}
-        for table in (self.thread_of, self.by_root):
+        for table in (self.thread_of, self.unseen):
             for key, value in table.items():
                 if value >= _PROVISIONAL:
                     table[key] = ids[value]
@@ -131,7 +158,7 @@ class ThreadIndex:
             merged = {"keep": keep, "stored": list(stored)}
             for statement in _MERGE:
                 conn.execute(statement, merged)
-        for table in (self.thread_of, self.by_root):
+        for table in (self.thread_of, self.unseen):
             for key, value in table.items():
                 if value in others:
                     table[key] = keep
@@ -143,9 +170,12 @@ class ThreadIndex:
 
 _MESSAGES = Message.__table__
 _VERSIONS = SeriesVersion.__table__
-# Merging threads: the others' messages and versions go to the one kept, their rows go.
+# Merging threads: the others' messages, versions and unseen ids go to the one kept, their
+# rows go.
 _MERGE = (
     sa.update(_MESSAGES).where(in_param(_MESSAGES.c.thread_id, "stored"))
+    .values(thread_id=sa.bindparam("keep")),
+    sa.update(_UNSEEN).where(in_param(_UNSEEN.c.thread_id, "stored"))
     .values(thread_id=sa.bindparam("keep")),
     sa.update(_VERSIONS).where(in_param(_VERSIONS.c.thread_id, "stored"))
     .values(thread_id=sa.bindparam("keep")),

@@ -1,6 +1,6 @@
 """The hot queries use indexes: every statement ingest, `series list`, `series show` and the
-front page send is EXPLAINed on SQLite and PostgreSQL, and none scans all of `messages` or
-`series_versions` (the tables that grow with the archive).
+front page send is EXPLAINed on SQLite and PostgreSQL, and none scans all of `messages`,
+`series_versions` or `unseen_messages` (the tables that grow with the archive).
 
 A planner plans tiny tables with full scans whatever the indexes, so before the statements are
 EXPLAINed the database gets a few thousand more rows of the growing tables and is analyzed as
@@ -21,22 +21,24 @@ import pytest
 import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import Message, Patch, Series, SeriesVersion, Thread, pack_mail
+from bot.db.models import Message, Patch, Series, SeriesVersion, Thread, UnseenMessage, pack_mail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_message_ids
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
 from bot.web.queries import SeriesFilter, series_detail, series_rows
 from tests.cli import Lorelab
+from tests.series.mailing import discussion_mail
 from tests.support.statements import statements
 
-GROWING = ("messages", "series_versions")
+GROWING = ("messages", "series_versions", "unseen_messages")
 REVIEWER = ("Rita Reviewer", "rita@example.org")
 
 
 def archive(tree: Path) -> list[list[bytes]]:
     """Batches as a list delivers them: series, a v2 in reply to v1, unthreaded patches,
-    review replies with trailers, a reply that arrives before its parent, and a deep thread
+    review replies with trailers, a reply that arrives before its parent, a reply that joins
+    two stored threads (one named only by a message never seen), and a deep thread
     whose patches 2 and 4 come first (two postings, until the rest makes them one: a version
     and its series deleted, patches moved)."""
     v1 = SeriesSpec(title="mm/vmscan: plan the scan", patches=3)
@@ -51,8 +53,13 @@ def archive(tree: Path) -> list[list[bytes]]:
                           "Reviewer <rita@example.org>\n")]
     late = make_reply(fourth[2], author=REVIEWER, body="Acked-by: Rita <rita@example.org>\n")
     cover, one, two, three, four = fifth
-    return [first + replies + [two, four], [late], second + third[:1] + [cover, one, three],
-            third[1:] + fourth]
+    # a reply to a message never seen, then one that names it and a stored thread: a merge
+    when = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    lone = discussion_mail("lone@example.org", when, "unseen@example.org", "unseen@example.org")
+    joining = discussion_mail("joining@example.org", when, "unseen@example.org",
+                              f"{series_message_ids(v1)[0]} unseen@example.org")
+    return [first + replies + [two, four, lone], [late], second + third[:1] + [cover, one, three],
+            third[1:] + fourth + [joining]]
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +96,8 @@ def pg_full_scans(conn: Any, statement: str, params: Any) -> list[str]:
 
 def grow(db: Database, threads: int = 2000, per_thread: int = 3) -> None:
     """Rows enough that a full scan costs what it would on a real list: threads of a cover
-    letter or patch and replies, and a series with one version per thread, its patch placed.
+    letter or patch and replies, messages they name that never came, and a series with one
+    version per thread, its patch placed.
 
     Every other thread starts with a cover letter that its version names, as on a real list
     (two thirds of the versions of the ingest benchmark's corpus have one). With no cover
@@ -117,6 +125,10 @@ def grow(db: Database, threads: int = 2000, per_thread: int = 3) -> None:
              "in_reply_to": f"filler-{t}-0" if k else None, "raw": raw, "raw_size": 20,
              "date": now + dt.timedelta(minutes=t)}
             for t in range(threads) for k in range(per_thread)
+        ])
+        session.execute(sa.insert(UnseenMessage), [
+            {"msgid": f"filler-gone-{t}-{k}", "thread_id": top + t + 1}
+            for t in range(threads) for k in range(10)  # a table of many short rows
         ])
         top_series = session.scalar(sa.select(sa.func.max(Series.id))) or 0
         session.execute(sa.insert(Series), [

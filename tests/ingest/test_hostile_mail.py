@@ -169,9 +169,10 @@ def test_a_mail_the_database_still_refuses_is_quarantined_and_the_rest_stored(
     assert (again.stored, again.quarantined, again.duplicates) == (0, 0, 3)
 
 
-def test_two_threads_hanging_from_one_missing_message(db: Database) -> None:
-    """Two patches replying to the same unseen mail with different References are two threads
-    whose postings would both be named by it (found by the fuzz test: it failed the batch)."""
+def test_two_patches_hanging_from_one_missing_message(db: Database) -> None:
+    """Two single patches replying to the same unseen mail with different References: one
+    thread (both answer that mail), two postings, the first named by it (found by the fuzz
+    test: when they were two threads, both postings took its name and failed the batch)."""
     one = mail("h1@x", "[PATCH] mm: one", body=DIFF,
                extra="In-Reply-To: <gone@x>\nReferences: <root1@x> <gone@x>\n")
     two = mail("h2@x", "[PATCH] mm: two", body=DIFF.replace("int c;", "int e;"),
@@ -181,4 +182,6 @@ def test_two_threads_hanging_from_one_missing_message(db: Database) -> None:
     assert (got.stored, got.quarantined) == (2, 0)
     with db.session() as session:
         anchors = session.scalars(sa.text("SELECT anchor_msgid FROM series_versions")).all()
+        threads = session.scalars(sa.text("SELECT DISTINCT thread_id FROM messages")).all()
     assert sorted(anchors) == ["gone@x", "h2@x"]
+    assert len(threads) == 1

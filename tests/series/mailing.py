@@ -14,7 +14,7 @@ import re
 import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import Series
+from bot.db.models import Message, Series
 from bot.db.session import Database
 from bot.ingest.sources import RawMail
 from bot.ingest.store import IngestSummary, ingest
@@ -80,3 +80,26 @@ def send_email(files: list[bytes], start: dt.datetime, domain: str = "example.or
         first = first or msgid
         sent.append(raw)
     return sent
+
+
+def discussion_mail(msgid: str, when: dt.datetime, in_reply_to: str | None = None,
+                    references: str | None = None) -> bytes:
+    """A plain discussion mail with the threading headers given, as written."""
+    head = ["From: Rita Reviewer <rita@example.org>", "To: linux-mm@kvack.org",
+            f"Subject: Re: reclaim under memcg pressure ({msgid})",
+            f"Date: {email.utils.format_datetime(when)}", f"Message-ID: <{msgid}>"]
+    if in_reply_to:
+        head.append(f"In-Reply-To: <{in_reply_to}>")
+    if references:
+        head.append("References: " + " ".join(f"<{r}>" for r in references.split()))
+    return ("\n".join(head) + "\n\nSee above.\n").encode()
+
+
+def thread_partition(db: Database) -> set[frozenset[str]]:
+    """The stored messages grouped by thread, by Message-ID."""
+    with db.session() as session:
+        threads: dict[int, set[str]] = {}
+        for msgid, thread_id in session.execute(sa.select(Message.msgid, Message.thread_id)):
+            threads.setdefault(thread_id, set()).add(msgid)
+    return {frozenset(ids) for ids in threads.values()}
+

@@ -23,7 +23,14 @@ from bot.config import IngestSettings
 from bot.db.models import Base, Message, Patch, Series, SeriesVersion, Trailer
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
-from tests.series.mailing import header, msgs_id, store, with_header
+from tests.series.mailing import (
+    discussion_mail,
+    header,
+    msgs_id,
+    store,
+    thread_partition,
+    with_header,
+)
 
 ADA = ("Ada Reclaim", "ada@example.org")
 BO = ("Bo Compact", "bo@example.org")
@@ -188,3 +195,37 @@ def test_series_do_not_depend_on_batches_or_order_of_arrival(db, traffic):
         got = arrived(db, batches)
         for key in whole:
             assert got[key] == whole[key], (name, key, got[key] ^ whole[key])
+
+
+def test_threads_with_inconsistent_references_do_not_depend_on_order_of_arrival(db):
+    """Mail clients trim References, drop them, or reply from another view of a thread, so two
+    mails of one discussion can name different roots. A message belongs with every message it
+    names and every message that names it, whichever of them came first: a reply stored before
+    the message it answers, which names another root, still ends in that message's thread."""
+    when = functools.partial(day, 0)
+    mails = [
+        discussion_mail("a@x", when()),
+        discussion_mail("b@x", when(), "a@x", "a@x"),
+        # c answers b with its References cut to an unseen message and b
+        discussion_mail("c@x", when(), "b@x", "elsewhere@x b@x"),
+        # d answers c with In-Reply-To only
+        discussion_mail("d@x", when(), "c@x"),
+        # e answers a message never seen, which f (in reply to e) names with a root of its own
+        discussion_mail("e@x", when(), "gone1@x", "gone1@x"),
+        discussion_mail("f@x", when(), "e@x", "gone2@x e@x"),
+        # g names f's root only deep in its References: one discussion with e and f
+        discussion_mail("g@x", when(), "gone3@x", "gone3@x gone2@x"),
+        # h is on its own
+        discussion_mail("h@x", when(), "gone4@x", "gone4@x"),
+    ]
+    ids = [msgs_id(m) for m in mails]
+    expected = {frozenset(ids[:4]), frozenset(ids[4:7]), frozenset(ids[7:])}
+    orders = {"in order": mails, "reversed": mails[::-1],
+              **{f"shuffled {seed}": random.Random(seed).sample(mails, len(mails))
+                 for seed in range(6)}}
+    for name, order in orders.items():
+        for batches in (one_by_one(order), [order], [order[:3], order[3:]]):
+            emptied(db)
+            for batch in batches:
+                store(db, batch, IngestSettings(batch_size=len(batch), parse_workers=0))
+            assert thread_partition(db) == expected, (name, [len(b) for b in batches])
