@@ -8,7 +8,8 @@ Run as `.venv/bin/python bench/scale.py [--existing 1000000] [--messages 20000]
    configured) into an empty database.
 3. Filled: a database that already holds `--existing` messages, generated straight into the
    tables (threads of a cover letter, three patches and six review replies, each a series
-   version of its own series, every message on the list; raw mail a small blob) and analyzed
+   version of its own series, every message on the list, the last reply naming a message of
+   another list, never stored; raw mail a small blob) and analyzed
    as lorelab analyzes after a backfill; then the same corpus ingested into it.
    The generator writes rows, not mail (SQLite executemany, PostgreSQL COPY): about a minute
    for 1,000,000 messages on SQLite.
@@ -72,19 +73,24 @@ def generated_rows(existing: int, raw: bytes, sqlite: bool) -> Iterator[dict[str
     per_chunk = max(1, CHUNK // PER_THREAD)
     for first in range(0, threads, per_chunk):
         rows: dict[str, list[tuple]] = {k: [] for k in (
-            "threads", "messages", "series", "series_versions", "patches", "message_lists")}
+            "threads", "messages", "series", "series_versions", "patches", "message_lists",
+            "unseen_messages")}
         for t in range(first, min(threads, first + per_chunk)):
             tid = t + 1
             root = f"gen-{t}-0@example.org"
             author = f"dev{t % 2000}@example.org"
             title = f"mm/gen: generated series number {t}"
+            away = f"gen-{t}-away@example.org"  # on another list: never stored here
             rows["threads"].append((tid, root, when(tid)))
+            rows["unseen_messages"].append((away, tid))
             for k in range(PER_THREAD):
                 mid = t * PER_THREAD + k + 1
                 msgid = f"gen-{t}-{k}@example.org"
                 kind = "cover" if k == 0 else "patch" if k <= 3 else "review"
                 parent = None if k == 0 else root if k <= 3 else f"gen-{t}-{1 + k % 3}@example.org"
                 refs = [] if parent is None else [root] if parent == root else [root, parent]
+                if k == PER_THREAD - 1:
+                    refs.insert(1, away)
                 subject = (f"[PATCH {k}/3] {title}" if kind != "review"
                            else f"Re: [PATCH {1 + k % 3}/3] {title}")
                 files = [{"path": "mm/vmscan.c", "change": "modify"}] if kind == "patch" else []
@@ -126,6 +132,7 @@ COLUMNS = {
                         "change_id", "notes", "date", "updated_at"),
     "patches": ("id", "series_version_id", "message_id", "index"),
     "message_lists": ("message_id", "list_id"),
+    "unseen_messages": ("msgid", "thread_id"),
 }
 
 
@@ -156,7 +163,7 @@ def fill(url: str, existing: int) -> float:
                             copy.write_row(row)
         if not sqlite:
             for table in COLUMNS:
-                if table != "message_lists":
+                if table not in ("message_lists", "unseen_messages"):
                     conn.exec_driver_sql(
                         f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                         f"(SELECT max(id) FROM {table}))")
