@@ -77,8 +77,8 @@ class ThreadIndex:
         self.unseen: dict[str, int] = dict(
             conn.execute(_THREADS_OF_UNSEEN, {"msgids": list(new | set(related))}).all()
         )
-        self.arrived = [msgid for msgid in self.unseen if msgid in new]
-        self.unseen_stored = set(self.unseen)
+        self.recorded = set(self.unseen)  # those with a row
+        self.arrived = [msgid for msgid in self.recorded if msgid in new]  # rows to delete
         self.touched: set[int] = set()
         self.merged: set[int] = set()  # threads that absorbed others: their postings may join
         self.new_roots: dict[int, str] = {}  # provisional id -> root, in creation order
@@ -127,7 +127,7 @@ class ThreadIndex:
             conn.execute(_ARRIVED, {"msgids": self.arrived})
         insert_tuples(conn, _UNSEEN, ("msgid", "thread_id"), [
             (msgid, thread_id) for msgid, thread_id in self.unseen.items()
-            if msgid not in self.thread_of and msgid not in self.unseen_stored
+            if msgid not in self.thread_of and msgid not in self.recorded
         ])  # fmt: skip
 
     def _insert_threads(self) -> None:
