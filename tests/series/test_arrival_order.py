@@ -210,7 +210,7 @@ def test_threads_with_inconsistent_references_do_not_depend_on_order_of_arrival(
         discussion_mail("c@x", when(), "b@x", "elsewhere@x b@x"),
         # d answers c with In-Reply-To only
         discussion_mail("d@x", when(), "c@x"),
-        # e answers a message never seen, which f (in reply to e) names with a root of its own
+        # e answers a message never seen; f answers e, its References starting at another one
         discussion_mail("e@x", when(), "gone1@x", "gone1@x"),
         discussion_mail("f@x", when(), "e@x", "gone2@x e@x"),
         # g names f's root only deep in its References: one discussion with e and f
