@@ -68,6 +68,16 @@ def test_versions_hanging_from_a_missing_cover_letter_stay_apart_in_any_order():
     assert [p.anchor for p in group_postings(v1 + v2)] == ["a0", "b1"]
 
 
+def test_single_patches_hanging_from_one_missing_message_are_postings_of_their_own():
+    """Two `[PATCH]`es sent in reply to one message never seen are two patches, not one sent
+    twice: the first is named by that message, the other by itself."""
+    one, two = msg("p1", "gone"), msg("p2", "gone")
+    for thread in ([one, two], [two, one]):
+        postings = group_postings(thread)
+        assert [(p.anchor, p.members) for p in postings] == [("gone", ["p1"]), ("p2", ["p2"])]
+        assert not any(p.notes for p in postings)
+
+
 def test_a_cover_letter_known_by_its_diffstat_takes_numbered_patches_only():
     head = msg("a0", kind="cover")  # "[PATCH] mm: foo" with a diffstat and no diff
     thread = [head, msg("a1", "a0", counter=1, total=2), msg("a2", "a0", counter=2, total=2),
