@@ -53,6 +53,11 @@ def hanging(mail: bytes, root: str) -> bytes:
     return with_header(with_header(mail, "In-Reply-To", GONE), "References", f"{root} {GONE}")
 
 
+def trimmed(reply: bytes, root: str) -> bytes:
+    """`reply` with its References cut to another root and its parent, as some clients send."""
+    return with_header(reply, "References", f"{root} {header(reply, 'In-Reply-To')}")
+
+
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     """A fortnight of a list, in order of date: each kind of posting whose series once
@@ -101,7 +106,10 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
                reviewed(loose[2], day(7) + dt.timedelta(hours=1)),
                reviewed(fix1[0], day(1) + dt.timedelta(hours=3)),
                reviewed(pieces[2], day(3) + dt.timedelta(hours=2)),
-               reviewed(scan1[2], day(2) + dt.timedelta(hours=4))]
+               reviewed(scan1[2], day(2) + dt.timedelta(hours=4)),
+               # References cut to a root of another list and the patch: its thread all the same
+               trimmed(reviewed(lru2[2], day(4) + dt.timedelta(hours=2)), "<away@example.org>"),
+               trimmed(reviewed(pieces[3], day(3) + dt.timedelta(hours=3)), "<other@example.net>")]
     mails = lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + hung + loose + reviews
     return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
                                         msgs_id(m)))
