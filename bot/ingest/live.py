@@ -22,14 +22,12 @@ from sqlalchemy.orm import Session
 from bot.config import IngestSettings, ListSettings
 from bot.db.models import IngestSkip, MessageRemoval
 from bot.db.session import Database
-from bot.ingest.collector import frozen_heap, no_collection
 from bot.ingest.cursor import CursorKey, advance
 from bot.ingest.epoch_slice import EpochSlice
 from bot.ingest.prepare import PreparedBatch, prepare_all, prepared_batches, quarantine_row
 from bot.ingest.sources import RawMail
 from bot.ingest.storable import storable_msgid
-from bot.ingest.store import IngestSummary, ListResolver, store_batch
-from bot.ingest.upkeep import StatisticsUpkeep
+from bot.ingest.store import IngestSummary, ListResolver, store_batch, store_prepared
 
 log = logging.getLogger(__name__)
 
@@ -93,17 +91,15 @@ def store_slices(
     cursor in one transaction. `on_stored(changes)` is told how many changes each covered."""
     summary = LiveSummary()
     lists = ListResolver(known_lists or [], key.list_name)
-    upkeep = StatisticsUpkeep(db)
-    with frozen_heap():
-        for batch in prepare_all(slices, settings):
-            with no_collection(), db.session() as session:
-                got = store_batch(session, batch, lists=lists)
-                _record_archive_events(session, key, batch, summary)
-                advance(session, key, batch.position, got.stored)
-            summary.ingest.add(got)
-            upkeep.stored(got.stored)
-            if on_stored is not None:
-                on_stored(batch.read + len(batch.removals) + len(batch.skips))
+
+    def record(session: Session, batch: PreparedBatch, got: IngestSummary) -> None:
+        _record_archive_events(session, key, batch, summary)
+        advance(session, key, batch.position, got.stored)
+
+    for batch, got, _ in store_prepared(db, prepare_all(slices, settings), lists, record):
+        summary.ingest.add(got)
+        if on_stored is not None:
+            on_stored(batch.read + len(batch.removals) + len(batch.skips))
     return summary
 
 
@@ -155,18 +151,18 @@ def store_steps(
         advance(session, key, update, stored)
         return others
 
-    upkeep = StatisticsUpkeep(db)
     done = 0
-    with frozen_heap():
-        for batch in prepared_batches(mails(), settings):
-            done += batch.read
-            with no_collection(), db.session() as session:
-                got = store_batch(session, batch, lists=lists)
-                others = apply(session, done, got.stored)
-            summary.ingest.add(got)
-            upkeep.stored(got.stored)
-            if on_stored is not None:
-                on_stored(batch.read + others)
+
+    def record(session: Session, batch: PreparedBatch, got: IngestSummary) -> int:
+        nonlocal done
+        done += batch.read
+        return apply(session, done, got.stored)
+
+    for batch, got, others in store_prepared(db, prepared_batches(mails(), settings), lists,
+                                             record):
+        summary.ingest.add(got)
+        if on_stored is not None:
+            on_stored(batch.read + (others or 0))
     if waiting or done == 0:
         with db.session() as session:
             others = apply(session, None, 0)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import sqlalchemy as sa
@@ -100,16 +100,37 @@ def ingest(
     """Store every mail of `mails`; bad ones are quarantined and the rest go on."""
     summary = IngestSummary()
     lists = ListResolver(known_lists or [], list_name)
+    for batch, got, _ in store_prepared(db, prepared_batches(mails, settings), lists):
+        summary.add(got)
+        if on_batch is not None:
+            on_batch(batch)
+    return summary
+
+
+T = TypeVar("T")
+
+
+def store_prepared(
+    db: Database,
+    batches: Iterable[PreparedBatch],
+    lists: ListResolver,
+    with_batch: Callable[[Session, PreparedBatch, IngestSummary], T] | None = None,
+) -> Iterator[tuple[PreparedBatch, IngestSummary, T | None]]:
+    """Store `batches` in order, a transaction each, and yield each once it is committed: the
+    batch, what storing it did, and what `with_batch(session, batch, stored)` returned, which
+    adds to the same transaction what must commit with the mail (a cursor, removals, skips).
+
+    While the batches are stored, what existed before the first is out of every collection,
+    and no collection runs inside a transaction (`bot.ingest.collector`); the database's
+    statistics are refreshed as the archive grows (`StatisticsUpkeep`)."""
     upkeep = StatisticsUpkeep(db)
     with frozen_heap():
-        for batch in prepared_batches(mails, settings):
+        for batch in batches:
             with no_collection(), db.session() as session:
                 got = store_batch(session, batch, lists=lists)
-            summary.add(got)
+                extra = with_batch(session, batch, got) if with_batch is not None else None
             upkeep.stored(got.stored)
-            if on_batch is not None:
-                on_batch(batch)
-    return summary
+            yield batch, got, extra
 
 
 class ListResolver:
