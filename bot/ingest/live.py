@@ -96,10 +96,12 @@ def store_slices(
         _record_archive_events(session, key, batch, summary)
         advance(session, key, batch.position, got.stored)
 
-    for batch, got, _ in store_prepared(db, prepare_all(slices, settings), lists, record):
+    def committed(batch: PreparedBatch, got: IngestSummary, _: None) -> None:
         summary.ingest.add(got)
         if on_stored is not None:
             on_stored(batch.read + len(batch.removals) + len(batch.skips))
+
+    store_prepared(db, prepare_all(slices, settings), lists, committed, record)
     return summary
 
 
@@ -158,11 +160,12 @@ def store_steps(
         done += batch.read
         return apply(session, done, got.stored)
 
-    for batch, got, others in store_prepared(db, prepared_batches(mails(), settings), lists,
-                                             record):
+    def committed(batch: PreparedBatch, got: IngestSummary, others: int | None) -> None:
         summary.ingest.add(got)
         if on_stored is not None:
             on_stored(batch.read + (others or 0))
+
+    store_prepared(db, prepared_batches(mails(), settings), lists, committed, record)
     if waiting or done == 0:
         with db.session() as session:
             others = apply(session, None, 0)

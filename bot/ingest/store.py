@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -100,10 +100,13 @@ def ingest(
     """Store every mail of `mails`; bad ones are quarantined and the rest go on."""
     summary = IngestSummary()
     lists = ListResolver(known_lists or [], list_name)
-    for batch, got, _ in store_prepared(db, prepared_batches(mails, settings), lists):
+
+    def committed(batch: PreparedBatch, got: IngestSummary, _: None) -> None:
         summary.add(got)
         if on_batch is not None:
             on_batch(batch)
+
+    store_prepared(db, prepared_batches(mails, settings), lists, committed)
     return summary
 
 
@@ -114,11 +117,14 @@ def store_prepared(
     db: Database,
     batches: Iterable[PreparedBatch],
     lists: ListResolver,
+    committed: Callable[[PreparedBatch, IngestSummary, T | None], None],
     with_batch: Callable[[Session, PreparedBatch, IngestSummary], T] | None = None,
-) -> Iterator[tuple[PreparedBatch, IngestSummary, T | None]]:
-    """Store `batches` in order, a transaction each, and yield each once it is committed: the
-    batch, what storing it did, and what `with_batch(session, batch, stored)` returned, which
-    adds to the same transaction what must commit with the mail (a cursor, removals, skips).
+) -> None:
+    """Store `batches` in order, a transaction each. `with_batch(session, batch, stored)` adds
+    to the same transaction what must commit with the mail (a cursor, removals, skips);
+    `committed(batch, stored, what with_batch returned)` is told of each batch once committed.
+    Callbacks, not a generator: a caller's loop would hold the batch before while the next
+    one is stored (10 MB more at the peak of a 20,000-message ingest).
 
     While the batches are stored, what existed before the first is out of every collection,
     and no collection runs inside a transaction (`bot.ingest.collector`); the database's
@@ -130,7 +136,7 @@ def store_prepared(
                 got = store_batch(session, batch, lists=lists)
                 extra = with_batch(session, batch, got) if with_batch is not None else None
             upkeep.stored(got.stored)
-            yield batch, got, extra
+            committed(batch, got, extra)
 
 
 class ListResolver:
