@@ -15,10 +15,11 @@ import pytest
 
 from tests.cli import Lorelab
 
-# Statistics, the task queue, b4, the web server and rich's help rendering: what the
-# moderation, query and delivery commands never need.
+# Statistics, the task queue, b4, the web server (and the validation it brings, which typer
+# 0.29 made every command import), and rich's help rendering: what the moderation, query and
+# delivery commands never need.
 HEAVY = {"numpy", "scipy", "celery", "kombu", "b4", "uvicorn", "starlette", "fastapi",
-         "jinja2", "pygments", "markdown_it"}
+         "pydantic", "jinja2", "pygments", "markdown_it"}
 # The delivery agent (`ingest stdin`, once per mail) builds no command line at all.
 COMMAND_LINE = {"typer", "click", "rich", "pydantic"}
 
