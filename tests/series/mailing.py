@@ -1,4 +1,6 @@
-"""Posting threads into a test database and reading back what `lorelab series show` shows.
+"""Posting threads into a test database and reading back what `lorelab series show` shows,
+or everything series assembly stored by the Message-IDs that name it (`state`), to compare two
+ways of storing the same mail.
 
 Also what `git send-email` does to `git format-patch` files that carry no threading headers
 (`format-patch --no-thread`, or files from another run): a fresh Message-ID and Date per mail,
@@ -10,11 +12,12 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import re
+from typing import Any
 
 import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import Message, Series
+from bot.db.models import Base, Message, Patch, Series, SeriesVersion, Trailer
 from bot.db.session import Database
 from bot.ingest.sources import RawMail
 from bot.ingest.store import IngestSummary, ingest
@@ -103,3 +106,47 @@ def thread_partition(db: Database) -> set[frozenset[str]]:
             threads.setdefault(thread_id, set()).add(msgid)
     return {frozenset(ids) for ids in threads.values()}
 
+
+def state(db: Database) -> dict[str, Any]:
+    """Series, versions, patches and trailers by the message-ids that name them."""
+    with db.session() as session:
+        run = session.execute
+        msgid: dict[int, str] = {}
+        # A thread by its messages: its root is the first to come where none names it.
+        threads: dict[int, list[str]] = {}
+        for message_id, mid, thread_id in run(
+            sa.select(Message.id, Message.msgid, Message.thread_id)
+        ):
+            msgid[message_id] = mid
+            threads.setdefault(thread_id, []).append(mid)
+        thread = {t: tuple(sorted(ids)) for t, ids in threads.items()}
+        anchor: dict[int, str] = {}
+        versions = set()
+        members: dict[int, list[str]] = {}
+        for v in run(sa.select(SeriesVersion)).scalars():
+            anchor[v.id] = v.anchor_msgid
+            members.setdefault(v.series_id, []).append(v.anchor_msgid)
+            versions.add((v.anchor_msgid, v.version, thread[v.thread_id], v.title, v.author_email,
+                          v.expected, v.received, v.complete, msgid.get(v.cover_message_id),
+                          v.rfc, v.resend, tuple(v.prefixes), v.base_commit, v.change_id,
+                          tuple(v.notes), v.date, v.ambiguous))
+        series = {(tuple(sorted(members[s.id])), s.title, s.title_key, s.author_name,
+                    s.author_email, s.change_id, s.last_mail_at)
+                  for s in run(sa.select(Series)).scalars()}
+        patch_of = {}
+        patches = set()
+        for p in run(sa.select(Patch)).scalars():
+            patch_of[p.id] = msgid[p.message_id]
+            patches.add((msgid[p.message_id], p.index, anchor[p.series_version_id]))
+        trailers = {(patch_of[t.patch_id], t.name, t.value, t.origin, t.source_msgid)
+                    for t in run(sa.select(Trailer)).scalars()}
+    return {"series": series, "versions": versions, "patches": patches, "trailers": trailers}
+
+
+def emptied(db: Database) -> Database:
+    """`db` with no rows left, for the next arrangement."""
+    with db.session() as session:
+        for table in reversed(Base.metadata.sorted_tables):
+            session.execute(table.delete())
+        session.commit()
+    return db

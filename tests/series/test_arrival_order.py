@@ -17,16 +17,16 @@ import random
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from bot.config import IngestSettings
-from bot.db.models import Base, Message, Patch, Series, SeriesVersion, Trailer
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
 from tests.series.mailing import (
     discussion_mail,
+    emptied,
     header,
     msgs_id,
+    state,
     store,
     thread_partition,
     with_header,
@@ -113,51 +113,6 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     mails = lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + hung + loose + reviews
     return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
                                         msgs_id(m)))
-
-
-def state(db: Database) -> dict[str, Any]:
-    """Series, versions, patches and trailers by the message-ids that name them."""
-    with db.session() as session:
-        run = session.execute
-        msgid: dict[int, str] = {}
-        # A thread by its messages: its root is the first to come where none names it.
-        threads: dict[int, list[str]] = {}
-        for message_id, mid, thread_id in run(
-            sa.select(Message.id, Message.msgid, Message.thread_id)
-        ):
-            msgid[message_id] = mid
-            threads.setdefault(thread_id, []).append(mid)
-        thread = {t: tuple(sorted(ids)) for t, ids in threads.items()}
-        anchor: dict[int, str] = {}
-        versions = set()
-        members: dict[int, list[str]] = {}
-        for v in run(sa.select(SeriesVersion)).scalars():
-            anchor[v.id] = v.anchor_msgid
-            members.setdefault(v.series_id, []).append(v.anchor_msgid)
-            versions.add((v.anchor_msgid, v.version, thread[v.thread_id], v.title, v.author_email,
-                          v.expected, v.received, v.complete, msgid.get(v.cover_message_id),
-                          v.rfc, v.resend, tuple(v.prefixes), v.base_commit, v.change_id,
-                          tuple(v.notes), v.date, v.ambiguous))
-        series = {(tuple(sorted(members[s.id])), s.title, s.title_key, s.author_name,
-                    s.author_email, s.change_id, s.last_mail_at)
-                  for s in run(sa.select(Series)).scalars()}
-        patch_of = {}
-        patches = set()
-        for p in run(sa.select(Patch)).scalars():
-            patch_of[p.id] = msgid[p.message_id]
-            patches.add((msgid[p.message_id], p.index, anchor[p.series_version_id]))
-        trailers = {(patch_of[t.patch_id], t.name, t.value, t.origin, t.source_msgid)
-                    for t in run(sa.select(Trailer)).scalars()}
-    return {"series": series, "versions": versions, "patches": patches, "trailers": trailers}
-
-
-def emptied(db: Database) -> Database:
-    """`db` with no rows left, for the next arrangement."""
-    with db.session() as session:
-        for table in reversed(Base.metadata.sorted_tables):
-            session.execute(table.delete())
-        session.commit()
-    return db
 
 
 def arrived(db: Database, batches: list[list[bytes]]) -> dict[str, Any]:
