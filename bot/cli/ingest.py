@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from bot.ingest.store import IngestSummary
 
 EX_NOINPUT = 66  # sysexits.h: the input does not exist or cannot be read
+EX_TEMPFAIL = 75  # sysexits.h: try again later
 EX_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 ingest_app = typer.Typer(help="Store list mail from an mbox, a maildir or standard input.")
@@ -72,6 +74,12 @@ def _run(
             )
         except SourceError as exc:
             raise UserError(str(exc), exit_code=EX_NOINPUT) from None
+        except sa.exc.OperationalError as exc:
+            # The server went away, or another writer held the database past the timeout.
+            said = (str(exc.orig).strip().splitlines() or [""])[0]
+            raise UserError(f"the database could not store a batch ({said}); the {done} "
+                            "messages before it are stored: run the command again to continue",
+                            exit_code=EX_TEMPFAIL) from None
         except KeyboardInterrupt:
             # Each batch is committed whole, then counted: what was counted is stored, and a
             # rerun skips it (stored mail is known by its Message-ID).

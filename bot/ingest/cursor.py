@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import IngestCursor, IngestSkip, utcnow
 from bot.db.session import Database
+from bot.ingest.serial import ingest_transaction
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def advance(session: Session, key: CursorKey, update: dict[str, Any], stored: in
 
 def record_poll(db: Database, key: CursorKey, error: str | None = None) -> None:
     """Note that a poll ended now, and how: `error` is None after a good poll."""
-    with db.session() as session:
+    with ingest_transaction(db) as session:  # another ingest may be writing this cursor
         cursor = _get_or_create(session, key)
         cursor.last_poll = utcnow()
         cursor.last_error = error

@@ -25,6 +25,7 @@ from bot.db.session import Database
 from bot.ingest.cursor import CursorKey, advance
 from bot.ingest.epoch_slice import EpochSlice
 from bot.ingest.prepare import PreparedBatch, prepare_all, prepared_batches, quarantine_row
+from bot.ingest.serial import ingest_transaction
 from bot.ingest.sources import RawMail
 from bot.ingest.storable import storable_msgid
 from bot.ingest.store import IngestSummary, ListResolver, store_batch, store_prepared
@@ -167,7 +168,7 @@ def store_steps(
 
     store_prepared(db, prepared_batches(mails(), settings), lists, committed, record)
     if waiting or done == 0:
-        with db.session() as session:
+        with ingest_transaction(db) as session:
             others = apply(session, None, 0)
         if on_stored is not None and others:
             on_stored(others)

@@ -46,6 +46,7 @@ from bot.ingest.prepare import (
     has_review_trailers,
     prepared_batches,
 )
+from bot.ingest.serial import ingest_transaction
 from bot.ingest.sources import MboxFile, RawMail
 from bot.ingest.storable import clean_text
 from bot.ingest.upkeep import StatisticsUpkeep
@@ -128,11 +129,12 @@ def store_prepared(
 
     While the batches are stored, what existed before the first is out of every collection,
     and no collection runs inside a transaction (`bot.ingest.collector`); the database's
-    statistics are refreshed as the archive grows (`StatisticsUpkeep`)."""
+    statistics are refreshed as the archive grows (`StatisticsUpkeep`). Each batch holds the
+    database's ingest lock while it is stored (`bot.ingest.serial`)."""
     upkeep = StatisticsUpkeep(db)
     with frozen_heap():
         for batch in batches:
-            with no_collection(), db.session() as session:
+            with no_collection(), ingest_transaction(db) as session:
                 got = store_batch(session, batch, lists=lists)
                 extra = with_batch(session, batch, got) if with_batch is not None else None
             upkeep.stored(got.stored)
