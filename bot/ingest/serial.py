@@ -21,14 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.session import Database
 
 # The advisory lock's key: a constant of lorelab's own, the bytes of "lorelab:" read as a number.
 INGEST_LOCK_KEY = int.from_bytes(b"lorelab:", "big")
-_TAKE = sa.select(sa.func.pg_advisory_xact_lock(sa.bindparam("key", type_=sa.BigInteger)))
 
 
 def take_ingest_lock(session: Session) -> None:
@@ -40,7 +38,7 @@ def take_ingest_lock(session: Session) -> None:
         if not conn.connection.driver_connection.in_transaction:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         return
-    conn.execute(_TAKE, {"key": INGEST_LOCK_KEY})
+    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INGEST_LOCK_KEY})")
 
 
 @contextmanager
