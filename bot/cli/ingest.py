@@ -78,8 +78,8 @@ def _run(
             # The server went away, or another writer held the database past the timeout.
             said = (str(exc.orig).strip().splitlines() or [""])[0]
             raise UserError(f"the database could not store a batch ({said}); the {done} "
-                            "messages before it are stored: run the command again to continue",
-                            exit_code=EX_TEMPFAIL) from None
+                            "messages read before it are in the database: run the command "
+                            "again to continue", exit_code=EX_TEMPFAIL) from None
         except KeyboardInterrupt:
             # Each batch is committed whole, then counted: what was counted is stored, and a
             # rerun skips it (stored mail is known by its Message-ID).
