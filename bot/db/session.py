@@ -54,6 +54,11 @@ _JSON = {"json_serializer": json_text, "json_deserializer": orjson.loads}
 SQLITE_PAGE_SIZE = 65536
 SQLITE_CHECKPOINT_BYTES = 64 * 2**20
 
+# How long a writer waits for another's lock before it gives up (a command exits 75, a delivery
+# is answered 451, a poll is retried): SQLite's busy timeout, and on PostgreSQL the wait for the
+# ingest lock (`bot.ingest.serial`), rather than hanging behind a stopped process.
+LOCK_WAIT_SECONDS = 30
+
 # Every engine made here and still in use, for `dispose_engines`.
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
 
@@ -64,7 +69,7 @@ def make_engine(url: str) -> Engine:
         # Only the default data directory is made: a typo in a path must not make a tree.
         if path and path != ":memory:" and Path(path).parent.resolve() == data_dir().resolve():
             data_dir().mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(url, connect_args={"timeout": 30}, **_JSON)
+        engine = sa.create_engine(url, connect_args={"timeout": LOCK_WAIT_SECONDS}, **_JSON)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = sa.create_engine(url, pool_pre_ping=True, **_JSON)

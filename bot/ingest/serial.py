@@ -9,11 +9,12 @@ reads began before another's commit could not write at all ("database is locked"
 timeout waits out).
 
 So each batch's transaction begins by taking the database's ingest lock, held until it commits
-or rolls back, and a second writer waits for it: SQLite's write lock (`BEGIN IMMEDIATE`, waited
-for up to the connection's 30 s timeout), PostgreSQL's transaction-level advisory lock
-`INGEST_LOCK_KEY`. A batch holds it for the tenths of a second that storing takes (parsing is
-done before, in the workers), so concurrent ingests go on side by side and store what one
-process storing all of their mail would.
+or rolls back, and a second writer waits for it: SQLite's write lock (`BEGIN IMMEDIATE`),
+PostgreSQL's transaction-level advisory lock `INGEST_LOCK_KEY`; on both for at most
+`LOCK_WAIT_SECONDS` (30), after which the batch fails as a database that cannot be reached now
+does (a stopped `ingest mbox` holding it must not hang every delivery). A batch holds it for the
+tenths of a second that storing takes (parsing is done before, in the workers), so concurrent
+ingests go on side by side and store what one process storing all of their mail would.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session
 
-from bot.db.session import Database
+from bot.db.session import LOCK_WAIT_SECONDS, Database
 
 # The advisory lock's key: a constant of lorelab's own, the bytes of "lorelab:" read as a number.
 INGEST_LOCK_KEY = int.from_bytes(b"lorelab:", "big")
@@ -38,7 +39,9 @@ def take_ingest_lock(session: Session) -> None:
         if not conn.connection.driver_connection.in_transaction:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         return
-    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({INGEST_LOCK_KEY})")
+    # One round trip; the timeout, in ms, holds for this transaction only
+    conn.exec_driver_sql(f"SET LOCAL lock_timeout = {round(LOCK_WAIT_SECONDS * 1000)}; "
+                         f"SELECT pg_advisory_xact_lock({INGEST_LOCK_KEY})")
 
 
 @contextmanager
