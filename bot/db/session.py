@@ -54,9 +54,9 @@ _JSON = {"json_serializer": json_text, "json_deserializer": orjson.loads}
 SQLITE_PAGE_SIZE = 65536
 SQLITE_CHECKPOINT_BYTES = 64 * 2**20
 
-# How long a writer waits for another's lock before it gives up (a command exits 75, a delivery
-# is answered 451, a poll is retried): SQLite's busy timeout, and on PostgreSQL the wait for the
-# ingest lock (`bot.ingest.serial`), rather than hanging behind a stopped process.
+# How long a writer waits for another's lock before it gives up (a command exits 75, the agent
+# answers a delivery 451, a poll is retried): SQLite's busy timeout, and on PostgreSQL the wait
+# for the ingest lock (`bot.ingest.serial`), rather than hanging behind a stopped process.
 LOCK_WAIT_SECONDS = 30
 
 # Every engine made here and still in use, for `dispose_engines`.

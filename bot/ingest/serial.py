@@ -4,9 +4,9 @@ Two ingest processes can write one database at once: the delivery agent beside a
 poll beside a maintainer's `lorelab ingest mbox`. A batch reads what is stored (which thread a
 reply joins, which version a patch continues) and writes what follows from it, so two batches
 interleaved each acted on a state the other was changing. On PostgreSQL they deadlocked on the
-unique keys of threads, and the loser's command ended in a traceback. On SQLite a batch whose
-reads began before another's commit could not write at all ("database is locked", which no busy
-timeout waits out).
+unique keys of threads (the loser's command ended in a traceback), or all ended well having put
+mail into other series than one process would have. On SQLite a batch whose reads began before
+another's commit could not write at all ("database is locked", which no busy timeout waits out).
 
 So each batch's transaction begins by taking the database's ingest lock, held until it commits
 or rolls back, and a second writer waits for it: SQLite's write lock (`BEGIN IMMEDIATE`),
