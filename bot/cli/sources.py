@@ -10,7 +10,7 @@ import typer
 
 from bot.cli.context import UserError, console, emit_json, settings, stdout_console
 from bot.cli.database import open_database
-from bot.cli.ingest import EX_NOINPUT, ingest_app
+from bot.cli.ingest import EX_NOINPUT, EX_TEMPFAIL, ingest_app
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from bot.ingest.pigit import PiGitSource
 
 EX_USAGE = 2  # as click exits on any other bad argument
-EX_TEMPFAIL = 75
 
 
 def register(app: typer.Typer) -> None:
