@@ -30,6 +30,7 @@ from bot.db.session import json_text
 from bot.ingest.collector import no_collection
 from bot.ingest.epoch_slice import EpochSlice, Removal, Skip
 from bot.ingest.sources import MboxFile, MboxSlice, RawMail, renumbered
+from bot.ingest.spool import Spool, hand_over, take_back
 from bot.ingest.storable import EncodedRowGate, clean_quarantine, make_storable
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
 from bot.mail.trailers import REVIEW_TRAILERS
@@ -263,12 +264,25 @@ def prepare_all(batches: Iterable[Batch], settings: IngestSettings) -> Iterator[
             yield prepare_batch(batch, settings)
         return
     workers = settings.parse_workers
-    with ProcessPoolExecutor(max_workers=workers, initializer=die_with_parent,
-                             initargs=(os.getpid(),)) as pool:
-        pending: deque[Future[PreparedBatch]] = deque()
+    with Spool() as spool, ProcessPoolExecutor(
+        max_workers=workers, initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
+        # The batch stays beside its future (the pool holds it until the result comes anyway):
+        # should its prepared file be lost, it is prepared again here.
+        pending: deque[tuple[Batch, Future[str | PreparedBatch]]] = deque()
+
+        def received() -> PreparedBatch:
+            batch, future = pending.popleft()
+            return take_back(future.result(), lambda: prepare_batch(batch, settings))
+
         for batch in chain(head, batches):
-            pending.append(pool.submit(prepare_batch, batch, settings))
+            pending.append((batch, pool.submit(_prepare_into, batch, settings, spool.path)))
             if len(pending) > 2 * workers:  # bounded read-ahead keeps memory flat
-                yield pending.popleft().result()
+                yield received()
         while pending:
-            yield pending.popleft().result()
+            yield received()
+
+
+def _prepare_into(batch: Batch, settings: IngestSettings, spool: str) -> str | PreparedBatch:
+    """In a parse worker: the batch prepared and handed over through the spool."""
+    return hand_over(prepare_batch(batch, settings), spool)

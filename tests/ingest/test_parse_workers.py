@@ -1,4 +1,5 @@
-"""Parse workers die with the process that started them, even when it is killed (SIGKILL)."""
+"""Parse workers die with the process that started them, even when it is killed (SIGKILL), and
+the spool it handed batches through is removed by a later ingest."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 from bot.demo.threads import as_mbox
+from bot.ingest.spool import ABANDONED_AFTER, PREFIX, Spool, default_root
 from tests.support.paths import REPO
 
 
@@ -68,3 +70,12 @@ def test_parse_workers_end_when_their_ingest_is_killed(tmp_path: Path) -> None:
         ingest.wait()
     assert wait_until(lambda: not any(alive(w) for w in workers), limit=30), \
         [w for w in workers if alive(w)]
+
+    # The killed ingest's spool is left; once untouched for long enough a new one removes it.
+    left = list(default_root().glob(f"{PREFIX}{ingest.pid}-*"))
+    assert left, "the killed ingest had no spool"
+    old = time.time() - ABANDONED_AFTER - 60
+    for spool in left:
+        os.utime(spool, (old, old))
+    Spool().close()
+    assert not [spool for spool in left if spool.exists()]
