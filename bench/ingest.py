@@ -23,7 +23,7 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep
    an empty mbox (start-up, imports, schema creation: 0.4 s, 8% of these 20,000 messages)
    taken off the ingest's, as the bare parse, a loop in a process that has imported its
    parser, pays none of it. A backfill of a list (10^5-10^6 mails) pays it once: the per-
-   message ratio is the one that holds at list scale. Steps 2 and 3 (with the empty mbox)
+   message ratio is what the whole command's tends to there. Steps 2 and 3 (with the empty mbox)
    are interleaved `--rounds` times (3 by default) and the median of each round's ratio
    counts: the CPU time of identical work moves by a fifth on this shared machine, a ratio of
    runs made back to back much less.
@@ -33,9 +33,8 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep
    (`python -c pass`, the floor) and the same delivery through the full command line (what it
    cost before the short way). The agent a delivery leaves behind: bench/delivery.py.
 
-Targets (issue 15, "ingest at list scale"): the wall ratio and the per-message CPU ratio
->= 0.6 (the whole command's CPU ratio is reported beside it), peak memory < 500 MB, a delivery
-<= 0.25 s of CPU.
+Targets (issue 15): the ratios >= 0.6 (the CPU ratio both of the whole command and per
+message is checked against it), peak memory < 500 MB, a delivery <= 0.25 s of CPU.
 """
 
 from __future__ import annotations
@@ -1134,6 +1133,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["targets"] = {
                     "ratio": f">= {RATIO_TARGET}",
                     "ratio_met": report["ratio"] >= RATIO_TARGET,
+                    "cpu_ratio_met": report["cpu_ratio"] >= RATIO_TARGET,
                     "per_message_cpu_ratio_met": report["per_message_cpu_ratio"] >= RATIO_TARGET,
                     "peak_rss_mb": f"< {MEMORY_TARGET_MB}",
                     "memory_met": report["end_to_end"]["peak_rss_mb"] < MEMORY_TARGET_MB,
@@ -1178,7 +1178,8 @@ def print_report(report: dict) -> None:
                   f"{RATIO_TARGET}: "
                   f"{'met' if report['targets']['per_message_cpu_ratio_met'] else 'NOT met'})")
             print(f"           {report['cpu_ratio']:.3f} CPU of the whole command  (start-up "
-                  "included, which a list's backfill pays once)")
+                  f"included, which a list's backfill pays once; target >= {RATIO_TARGET}: "
+                  f"{'met' if report['targets']['cpu_ratio_met'] else 'NOT met'})")
             print(f"peak RSS   {e2e['peak_rss_mb']:.1f} MB  (target < {MEMORY_TARGET_MB} MB: "
                   f"{'met' if report['targets']['memory_met'] else 'NOT met'})")
         print(f"summary    {json.dumps(e2e['summary'])}")
