@@ -16,6 +16,7 @@ import pytest
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
 from bot.ingest.epoch_slice import msgid_of
 from tests.support.pi_server import LiveLorelab, PublicInbox, missing_reason
+from tests.support.spools import remove_spools_of
 
 pytestmark = [
     pytest.mark.slow,  # end to end: CI, not the fast loop
@@ -122,6 +123,7 @@ def _kill_when_stored(proc: subprocess.Popen[bytes], lorelab: LiveLorelab, at_le
         time.sleep(0.005)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    remove_spools_of(proc.pid)  # the batches it had in flight
 
 
 def test_lore_poller_killed_mid_poll_loses_and_duplicates_nothing(

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 from bot.demo.threads import as_mbox
-from bot.ingest.spool import ABANDONED_AFTER, PREFIX, Spool, default_root
 from tests.support.paths import REPO
+from tests.support.spools import remove_spools_of
 
 
 def children(pid: int) -> list[int]:
@@ -71,11 +71,5 @@ def test_parse_workers_end_when_their_ingest_is_killed(tmp_path: Path) -> None:
     assert wait_until(lambda: not any(alive(w) for w in workers), limit=30), \
         [w for w in workers if alive(w)]
 
-    # The killed ingest's spool is left; once untouched for long enough a new one removes it.
-    left = list(default_root().glob(f"{PREFIX}{ingest.pid}-*"))
-    assert left, "the killed ingest had no spool"
-    old = time.time() - ABANDONED_AFTER - 60
-    for spool in left:
-        os.utime(spool, (old, old))
-    Spool().close()
-    assert not [spool for spool in left if spool.exists()]
+    # The killed ingest's spool is left, and removed by a later one once old enough.
+    assert remove_spools_of(ingest.pid), "the killed ingest had no spool"
