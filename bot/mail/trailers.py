@@ -53,6 +53,13 @@ def canonical_name(name: str) -> str:
     return _CANONICAL.get(lname) or lname[:1].upper() + lname[1:]
 
 
+def is_person_trailer(name: str, value: str) -> bool:
+    """Whether the trailer names a person (b4's "person" type): not a link or a fix, no URL,
+    an email address in its value."""
+    return (name.lower() not in _NONPERSON and "://" not in value
+            and "@" in value and _EMAIL.search(value) is not None)  # fmt: skip
+
+
 def find_b4_metadata(text: str) -> tuple[str | None, str | None]:
     """(base-commit, change-id) from the unquoted `base-commit: <sha>`/`change-id: <id>` lines.
 
