@@ -33,6 +33,7 @@ from bot.ingest.sources import MboxFile, MboxSlice, RawMail, renumbered
 from bot.ingest.spool import Spool, hand_over, take_back
 from bot.ingest.storable import EncodedRowGate, clean_quarantine, make_storable
 from bot.mail import ParsedMessage, UnparseableMessage, parse_message
+from bot.mail.record import REPLY_KINDS
 from bot.mail.trailers import REVIEW_TRAILERS
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -161,7 +162,10 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
 
 
 def has_review_trailers(row: MessageRow) -> bool:
-    return row.reply and any(name in REVIEW_TRAILERS for name, _ in orjson.loads(row.trailers))
+    """Whether the message is a reply that gives trailers (a review, with or without "Re:")."""
+    return row.kind in REPLY_KINDS and any(
+        name in REVIEW_TRAILERS for name, _ in orjson.loads(row.trailers)
+    )
 
 
 def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[str, Any]:

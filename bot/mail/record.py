@@ -21,6 +21,11 @@ class MessageKind(StrEnum):
     OTHER = "other"  # anything else: announcements, discussions
 
 
+# The kinds of a reply to a posting, whether or not its client kept the "Re:" (`classify`):
+# where reviewers give trailers and maintainers write commands.
+REPLY_KINDS = frozenset({MessageKind.REVIEW, MessageKind.INLINE_DIFF})
+
+
 @dataclass(frozen=True)
 class Address:
     name: str

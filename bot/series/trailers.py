@@ -3,8 +3,10 @@
 Besides its own (in its message), a patch has the trailers in replies to it (or in replies to
 replies), those in replies to its cover letter (they apply to every patch), and those given to an
 earlier version of the same patch when the patch did not change (same patch fingerprint, as b4
-does by patch-id). The `trailers` table holds these, rebuilt from the messages for the versions a
-batch touched: derived data, kept because the CLI and the web page read it.
+does by patch-id). A reply is any review or inline diff, with or without "Re:" in its subject;
+a person's trailer in it counts only when it names the reply's sender, as b4 has it
+(`bot.mail.trailer_sender`). The `trailers` table holds these, rebuilt from the messages for
+the versions a batch touched: derived data, kept because the CLI and the web page read it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import Message, Patch, SeriesVersion, Trailer
 from bot.db.value_lists import in_param, insert_tuples
+from bot.mail.record import REPLY_KINDS
+from bot.mail.trailer_sender import given_by_sender
 from bot.mail.trailers import REVIEW_TRAILERS
 
 Found = tuple[str, str, str]  # name, value, the message-id it came from
@@ -63,9 +67,9 @@ _EARLIER_TRAILERS = (
         Message.patch_fingerprint.is_not(None),
     )
 )  # fmt: skip
-_REPLIES = sa.select(Message.msgid, Message.in_reply_to, _TRAILERS_TEXT).where(
-    in_param(Message.thread_id, "threads"), Message.reply.is_(True)
-)
+_REPLIES = sa.select(
+    Message.msgid, Message.in_reply_to, _TRAILERS_TEXT, Message.from_name, Message.from_email
+).where(in_param(Message.thread_id, "threads"), Message.kind.in_(sorted(REPLY_KINDS)))
 
 
 def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
@@ -154,14 +158,17 @@ def _replies_by_parent(
     conn: sa.Connection, thread_ids: set[int]
 ) -> dict[str, list[tuple[str, list[tuple[str, str]]]]]:
     """The replies in the threads by the message they reply to: (message-id, the reviewers'
-    trailers in it), in order of message-id."""
+    trailers in it), in order of message-id. A reply's trailer naming someone other than its
+    sender is not counted (`given_by_sender`)."""
     out: dict[str, list[tuple[str, list[tuple[str, str]]]]] = defaultdict(list)
     if not thread_ids:
         return out
-    for msgid, in_reply_to, trailers in conn.execute(_REPLIES, {"threads": list(thread_ids)}):
+    rows = conn.execute(_REPLIES, {"threads": list(thread_ids)})
+    for msgid, in_reply_to, trailers, sender_name, sender_email in rows:
         if in_reply_to:
             given = [] if trailers in _NONE else [
-                (n, v) for n, v in orjson.loads(trailers) or () if n in REVIEW_TRAILERS
+                (n, v) for n, v in orjson.loads(trailers) or ()
+                if n in REVIEW_TRAILERS and given_by_sender(n, v, sender_name, sender_email)
             ]  # fmt: skip
             out[in_reply_to].append((msgid, given))
     # By message-id, not as stored: a trailer given in two replies is kept from the same one

@@ -13,7 +13,7 @@ import pytest
 
 from bot.config import IngestSettings
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
-from tests.series.mailing import all_series, msgs_id, only_series, store
+from tests.series.mailing import all_series, header, msgs_id, only_series, store, with_header
 
 REVIEWER = ("Rita Reviewer", "rita@example.org")
 MAINTAINER = ("Andrew Maintainer", "akpm@example.org")
@@ -211,6 +211,60 @@ def test_trailers_from_replies_and_carried_to_next_version(db, tree, ingest_sett
     # Patch 2 did not change: its trailers come along; patch 1 changed: they do not.
     assert names(v2d["patches"][1], "carried") == {acked, reviewed}
     assert names(v2d["patches"][0], "carried") == set()
+
+
+
+def _given(patch: dict) -> set[str]:
+    """The trailers others gave a patch, as `series show` lists them."""
+    return {f"{t['name']}: {t['value']}" for t in patch["trailers"] if t["origin"] != "own"}
+
+
+def test_trailers_from_a_reply_whose_client_dropped_re(db, tree, ingest_settings):
+    """Some clients answer with the patch's own subject, no "Re:"; b4 still takes the reply's
+    trailers, and so does `series show`, in replies to the patch and to the cover letter."""
+    msgs = make_series(tree, SeriesSpec(title="mm: answered without Re", patches=2))
+    acked = make_reply(msgs[0], author=MAINTAINER, body="Fine by me.",
+                       trailers=["Acked-by: Andrew Maintainer <akpm@example.org>"])
+    reviewed = make_reply(msgs[2], author=REVIEWER, body="Looks right.",
+                          trailers=["Reviewed-by: Rita Reviewer <rita@example.org>"])
+    acked = with_header(acked, "Subject", header(msgs[0], "Subject"))
+    reviewed = with_header(reviewed, "Subject", header(msgs[2], "Subject"))
+    store(db, msgs + [acked, reviewed], ingest_settings)
+    first, second = only_series(db)["versions"][0]["patches"]
+    assert _given(first) == {"Acked-by: Andrew Maintainer <akpm@example.org>"}
+    assert _given(second) == {"Acked-by: Andrew Maintainer <akpm@example.org>",
+                              "Reviewed-by: Rita Reviewer <rita@example.org>"}
+
+
+def test_a_reply_gives_only_its_senders_trailers(db, tree, ingest_settings):
+    """A reply's Reviewed-by naming someone else is not that person's review (b4 leaves it
+    out unless told to be sloppy); the sender's own under another address of theirs, or with
+    the name written otherwise, is; a Fixes: or Closes: is nobody's and always counts."""
+    msgs = make_series(tree, SeriesSpec(title="mm: whose review is it", patches=1))
+    patch = msgs[0]
+    replies = [
+        make_reply(patch, author=REVIEWER, body="On behalf of a colleague:",
+                   trailers=["Reviewed-by: Linus Torvalds <torvalds@linux-foundation.org>"]),
+        make_reply(patch, author=("Rita Reviewer", "rita+lkml@example.org"), body="Works.",
+                   trailers=["Tested-by: Rita Reviewer <rita@example.org>"]),
+        make_reply(patch, author=("Ken Kernel", "ken@linux.intel.com"), body="Good.",
+                   trailers=["Acked-by: K. Kernel <ken@intel.com>"]),
+        make_reply(patch, author=("Doe, Jane", "jdoe@corp.example"), body="Right.",
+                   trailers=["Reviewed-by: Jane Doe <jane@home.example>"]),
+        make_reply(patch, author=("Sam Other", "sam@example.net"), body="This breaks reclaim.",
+                   trailers=["Fixes: 0123456789ab (\"mm: something\")",
+                             "Closes: https://lore.kernel.org/r/bug@example.net",
+                             "Reported-by: Bot Robot <bot@example.com>"]),
+    ]
+    store(db, msgs + replies, ingest_settings)
+    (only,) = only_series(db)["versions"][0]["patches"]
+    assert _given(only) == {
+        "Tested-by: Rita Reviewer <rita@example.org>",
+        "Acked-by: K. Kernel <ken@intel.com>",
+        "Reviewed-by: Jane Doe <jane@home.example>",
+        'Fixes: 0123456789ab ("mm: something")',
+        "Closes: https://lore.kernel.org/r/bug@example.net",
+    }
 
 
 def test_reingesting_is_a_no_op(db, tree, ingest_settings):
