@@ -19,7 +19,8 @@ def test_trailers_given_in_another_name_are_removed(db_url: str, tmp_path) -> No
     engine = sa.create_engine(db_url)
     upgrade(engine)
     db = Database(db_url)
-    msgs = make_series(make_tree(tmp_path / "linux"), SeriesSpec(title="mm: old trailers", patches=1))
+    spec = SeriesSpec(title="mm: old trailers", patches=1)
+    msgs = make_series(make_tree(tmp_path / "linux"), spec)
     forged = make_reply(msgs[0], author=("Rita Reviewer", "rita@example.org"), body="Ok.",
                         trailers=["Reviewed-by: Linus Torvalds <torvalds@linux-foundation.org>"])
     own = make_reply(msgs[0], author=("Rita Reviewer", "rita@example.org"), body="Ok.",
