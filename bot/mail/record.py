@@ -22,7 +22,7 @@ class MessageKind(StrEnum):
 
 
 # The kinds of a reply to a posting, whether or not its client kept the "Re:" (`classify`):
-# where reviewers give trailers and maintainers write commands.
+# the messages whose trailers a patch is given (`bot.series.trailers`).
 REPLY_KINDS = frozenset({MessageKind.REVIEW, MessageKind.INLINE_DIFF})
 
 

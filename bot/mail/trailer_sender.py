@@ -6,8 +6,8 @@ get_trailers` without `--sloppy-trailers`), and so does lorelab. A trailer names
 - its address is the sender's, ignoring case, a `+detail` in the local part, or one domain
   being a subdomain of the other by one label (`jane@intel.com` and `jane@linux.intel.com`);
 - or its name is the sender's, ignoring case and runs of blanks;
-- or the sender's name is written `Last, First` and each of its comma-separated parts is in
-  the trailer's name (`Doe, Jane` sends `Reviewed-by: Jane Doe <jane@work.example>`).
+- or the sender's name is written `Last, First` and the words of each of its comma-separated
+  parts are in the trailer's name (`Doe, Jane` sends `Reviewed-by: Jane Doe <jane@work.example>`).
 Trailers that name no person (`Fixes:`, `Closes:`, a URL, a value without an address) always
 count.
 """
@@ -31,10 +31,10 @@ def given_by_sender(name: str, value: str, sender_name: str, sender_email: str) 
     if not is_person_trailer(name, value):
         return True
     match = _ADDRESS.fullmatch(value)
-    name, address = (match[1], match[2]) if match else email.utils.parseaddr(value)
-    if not (name or address):
+    person, address = (match[1], match[2]) if match else email.utils.parseaddr(value)
+    if not (person or address):
         return True  # b4 cannot read a person from it either, and keeps it
-    return _same_address(address, sender_email) or _same_name(name, sender_name)
+    return _same_address(address, sender_email) or _same_name(person, sender_name)
 
 
 def _same_address(ours: str, theirs: str) -> bool:
@@ -61,5 +61,6 @@ def _same_name(ours: str, theirs: str) -> bool:
         return False
     if ours == theirs:
         return True
-    parts = [p.strip() for p in theirs.split(",")]
-    return len(parts) > 1 and all(p and p in ours for p in parts)
+    words = set(ours.replace(",", " ").split())
+    parts = [set(part.split()) for part in theirs.split(",")]
+    return len(parts) > 1 and all(part and part <= words for part in parts)

@@ -5,7 +5,8 @@ for a patch only when it names the reply's sender (`bot.mail.trailer_sender`, b4
 follow-up trailers). The rows stored before it under the old rule are removed here: those
 given in a reply, in a reply to the cover letter, or carried from an earlier version, whose
 reply was sent by someone else. Trailers from replies whose subject lacks "Re:", counted from
-this revision too, appear when their series is next assembled (new mail in its threads).
+this revision too, are not added here: a version's trailers are rebuilt when its thread next
+gets a patch or a review with trailers.
 
 Revision ID: 0014
 Revises: 0013

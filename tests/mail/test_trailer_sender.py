@@ -36,6 +36,8 @@ def test_a_sender_named_last_comma_first() -> None:
                            "jd@corp.example")
     assert not given_by_sender("Reviewed-by", "John Doe <jd@home.example>", "Doe, Jane",
                                "jd@corp.example")
+    assert not given_by_sender("Reviewed-by", "Janet Doe <jd@home.example>", "Doe, Jane",
+                               "jd@corp.example")  # a word, not a piece of one
 
 
 def test_a_sender_without_address_or_name_gives_no_persons_trailer() -> None:
