@@ -21,6 +21,9 @@ SENDER = ("Jane Doe", "jane@intel.com")
         ("Reviewed-by", "J. Doe <jane@intel.com.evil.example>", False),
         ("Reviewed-by", "J. Doe <janet@intel.com>", False),
         ("Acked-by", "Linus Torvalds <torvalds@linux-foundation.org>", False),
+        ("Reviewed-by", "Jane Doe<jane@intel.com>  ", True),
+        ("Reviewed-by", "Jane <x> Doe <jane@intel.com>", True),  # the address is the last <...>
+        ("Reviewed-by", "Jane Doe <jane@elsewhere.example> <x>", False),
         ("Tested-by", "jane@elsewhere.example", False),  # a bare address, not hers
         ("Fixes", "0123456789ab (\"mm: fix it\")", True),  # nobody's: always counted
         ("Closes", "https://lore.kernel.org/r/bug@example.net", True),
