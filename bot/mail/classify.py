@@ -21,16 +21,23 @@ _PULL_BODY = re.compile(
 _PULL_TAG = re.compile(r"\[[^]]*\bGIT\s+PULL\b", re.I)
 
 
-def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool) -> MessageKind:
+def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
+             gives_trailers: bool = False) -> MessageKind:
     """The kind of a message.
 
     `prose` is the body without its diff; `replying` says the message has In-Reply-To or
-    References headers, even if its subject lacks `Re:`.
+    References headers, even if its subject lacks `Re:`; `gives_trailers` that its prose gives
+    follow-up trailers (Reviewed-by, Acked-by, Tested-by, ...; not Signed-off-by).
     """
     if subject.reply:
         return MessageKind.INLINE_DIFF if has_diff else MessageKind.REVIEW
     if ("PULL" in subject.raw.upper() and _PULL_TAG.search(subject.raw)) or _is_pull_body(prose):
         return MessageKind.PULL_REQUEST
+    if replying and gives_trailers and not has_diff:
+        # b4's rule: a reply whose client dropped the "Re:", under the patch's or the cover
+        # letter's own subject, not a patch that lost its diff. b4 counts a Signed-off-by
+        # too, which hand-written cover letters in reply to the last version carry.
+        return MessageKind.REVIEW
     if subject.patch and subject.counters_explicit and subject.counter == 0:
         return MessageKind.COVER
     if has_diff:

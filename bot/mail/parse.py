@@ -100,11 +100,14 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
     body = extract_text(headers, raw, body_start, problems)
     scan = scan_diff(body)
     problems.extend(scan.problems)
+    replying = bool(in_reply_to or references)
     kind = classify(
         subject,
         has_diff=scan.diff is not None,
         prose=scan.prose,
-        replying=bool(in_reply_to or references),
+        replying=replying,
+        gives_trailers=replying and scan.diff is None and not subject.reply
+        and _gives_trailers(scan.prose),
     )
     diff, files, fingerprint = scan.diff, scan.files, scan.fingerprint
     if kind is MessageKind.COVER and diff is not None:
@@ -189,3 +192,8 @@ def describe_non_message(raw: bytes) -> str:
         "not an RFC 822 message: no header fields such as From:, Date:, Message-ID: or "
         f"Subject: (first line {first_line[:100]!r})"
     )
+
+
+def _gives_trailers(prose: str) -> bool:
+    """Whether `prose` gives a trailer a reply gives (a Signed-off-by is an author's)."""
+    return any(t.name != "Signed-off-by" for t in find_trailers(prose, reply=True))

@@ -282,6 +282,17 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
         ("a question about kswapd", "Why does it?\n", ("In-Reply-To: <q@x>",),
          MessageKind.REVIEW),
         ("LSF/MM/BPF topic: reclaim", "Let us talk.\n", (), MessageKind.OTHER),
+        # a client that dropped "Re:" under the patch's and the cover letter's own subjects
+        ("[PATCH 2/5] mm: x", "Looks good.\n\nReviewed-by: B <b@c.org>\n",
+         ("In-Reply-To: <p@x>",), MessageKind.REVIEW),
+        ("[PATCH v2 0/5] mm: x", "For the series:\nAcked-by: B <b@c.org>\n",
+         ("In-Reply-To: <c@x>", "References: <c@x>"), MessageKind.REVIEW),
+        # an author's own Signed-off-by: a hand-written v2 cover letter in reply to v1
+        ("[PATCH v2 0/5] mm: x", "Changes since v1.\n\nSigned-off-by: A <a@b.org>\n",
+         ("In-Reply-To: <c@x>",), MessageKind.COVER),
+        # a patch whose diff was lost, threaded under its cover letter
+        ("[PATCH 2/5] mm: x", "The diff was eaten by a mail client.\n",
+         ("In-Reply-To: <c@x>",), MessageKind.PATCH),
     ],
 )
 def test_classification(subject: str, body: str, extra: tuple[str, ...], kind: MessageKind) -> None:

@@ -58,13 +58,19 @@ def header(raw: bytes, name: str) -> str:
 
 
 def with_header(raw: bytes, name: str, value: str | None) -> bytes:
-    """`raw` with header `name` set to `value` (added after Subject if missing), or removed."""
+    """`raw` with header `name` set to `value` (in its place, or after Subject if missing), or
+    removed."""
     head, body = raw.split(b"\n\n", 1)
-    field = rf"^{re.escape(name)}:.*\n(?:[ \t].*\n)*"
-    text = re.sub(field, "", head.decode() + "\n", flags=re.M | re.I)
-    if value is not None:
-        subject = r"^(Subject:.*\n(?:[ \t].*\n)*)"
-        text = re.sub(subject, rf"\g<1>{name}: {value}\n", text, flags=re.M)
+    field = re.compile(rf"^{re.escape(name)}:.*\n(?:[ \t].*\n)*", re.M | re.I)
+    text = head.decode() + "\n"
+    first = field.search(text)
+    if value is None:
+        text = field.sub("", text)
+    elif first:
+        text = text[: first.start()] + f"{name}: {value}\n" + field.sub("", text[first.end() :])
+    else:
+        subject = re.compile(r"^Subject:.*\n(?:[ \t].*\n)*", re.M)
+        text = subject.sub(lambda found: f"{found.group(0)}{name}: {value}\n", text, count=1)
     return text.rstrip("\n").encode() + b"\n\n" + body
 
 
