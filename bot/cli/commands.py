@@ -55,7 +55,7 @@ def scan(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Act on the #lorelab commands in stored replies not acted on yet, and answer them."""
-    from bot.commands.handler import NOT_REPLIES, handle_command_mails
+    from bot.commands.handler import MAY_HOLD_COMMANDS, handle_command_mails
 
     config = settings()
     db = open_database()
@@ -63,9 +63,7 @@ def scan(
         hours=config.commands.max_age_hours)
     with db.session() as session:
         message_ids = list(session.scalars(
-            sa.select(Message.msgid).where(Message.date >= start,
-                                           Message.in_reply_to.is_not(None),
-                                           Message.kind.not_in(NOT_REPLIES))
+            sa.select(Message.msgid).where(Message.date >= start, MAY_HOLD_COMMANDS)
             .order_by(Message.date, Message.id)))
     progress = Progress(TextColumn("[bold]commands"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=console,

@@ -76,8 +76,10 @@ from bot.runs.planner import planned_tree
 
 log = logging.getLogger(__name__)
 
-# Messages that are postings, not replies to them: never read for commands.
-NOT_REPLIES = ("patch", "cover", "pull-request")
+# The stored mail read for commands: replies, whatever their subject says (some clients drop
+# the "Re:"), never postings (patches, cover letters, pull requests).
+MAY_HOLD_COMMANDS = sa.and_(Message.in_reply_to.is_not(None),
+                            Message.kind.not_in(("patch", "cover", "pull-request")))
 _CHUNK = 500  # message ids per query
 # Transfer encodings that can hide "#lorelab" in the raw bytes (`=23lorelab`, base64).
 _ENCODINGS = (b"base64", b"quoted-printable")
@@ -172,8 +174,8 @@ def _mails_with_commands(db: Database, settings: Settings, message_ids: Sequence
         with db.session() as session:
             rows = session.execute(
                 sa.select(Message.id, Message.msgid, Message.date, Message.raw)
-                .where(Message.msgid.in_(chunk), Message.kind.not_in(NOT_REPLIES),
-                       Message.in_reply_to.is_not(None), Message.from_email != bot_address,
+                .where(Message.msgid.in_(chunk), MAY_HOLD_COMMANDS,
+                       Message.from_email != bot_address,
                        sa.or_(Message.date.is_(None), Message.date >= oldest))
             ).all()
         for row_id, msgid, date, raw in rows:

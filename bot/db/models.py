@@ -194,7 +194,8 @@ class Message(Base):
     problems: Mapped[list[str]] = mapped_column(JSON, default=list)
     raw: Mapped[bytes] = mapped_column(CompressedMail)  # the RFC 822 bytes as received
     raw_size: Mapped[int] = mapped_column(Integer)
-    ingested_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # Each round of `lorelab run` reads the mail stored since the last (bot.runs.rounds).
+    ingested_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
     # A different mail under a Message-ID already stored (a forgery, or a client reusing ids) is
     # kept too, as public-inbox keeps it: `msgid` is then a stand-in and this the id it claims.
     claimed_msgid: Mapped[str | None] = mapped_column(String(998), index=True)

@@ -22,10 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from bot.config import Settings, data_dir
 from bot.db.models import Message, Run, RunStep
 from bot.db.session import Database
+from bot.mail.record import MessageKind
 from bot.runs.lifecycle import record_unsent
 from bot.runs.reaper import find_overdue
 from bot.runs.states import RunState, StepState
@@ -114,10 +116,27 @@ def resend_overdue(db: Database, settings: Settings) -> list[int]:
     return resent
 
 
+# Mail is stamped when its batch starts storing and seen when the batch commits, which another
+# process (the delivery agent, a backfill) may do while a round runs: each round reads again
+# the mail stamped this long before `since`. Reading a mail twice acts on it once.
+COMMIT_LAG = dt.timedelta(minutes=10)
+
+
+def mail_stored_since(session: Session, since: dt.datetime,
+                      condition: sa.ColumnElement[bool]) -> list[str]:
+    """The ids of the messages stored after `since` that meet `condition`, in storing order:
+    what a round has not read yet, along `messages.ingested_at`'s index (ordered by id alone,
+    SQLite walked the whole table in id order instead)."""
+    return list(session.scalars(sa.select(Message.msgid).where(
+        Message.ingested_at > since, condition).order_by(Message.ingested_at, Message.id)))
+
+
 def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
-    """Plan, handle commands in mail stored after `since`, dispatch, deliver; RoundFailed,
-    once every part ran, when one of them failed."""
+    """Plan, handle commands in mail stored after `since` (the start of the previous round;
+    COMMIT_LAG earlier), dispatch, deliver; RoundFailed, once every part ran, when one of
+    them failed."""
     result = Round()
+    since -= COMMIT_LAG
     command_runs: list[int] = []
     follow_up_runs: list[int] = []
 
@@ -140,11 +159,10 @@ def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
                 result.superseded.extend(planned.superseded)
 
     def commands() -> None:
-        from bot.commands.handler import handle_command_mails
+        from bot.commands.handler import MAY_HOLD_COMMANDS, handle_command_mails
 
         with db.session() as session:
-            new_mail = list(session.scalars(sa.select(Message.msgid).where(
-                Message.ingested_at > since, Message.reply.is_(True)).order_by(Message.id)))
+            new_mail = mail_stored_since(session, since, MAY_HOLD_COMMANDS)
         if new_mail:
             outcomes = handle_command_mails(db, settings, new_mail)
             result.commands = len(outcomes)
@@ -154,8 +172,7 @@ def run_round(db: Database, settings: Settings, since: dt.datetime) -> Round:
         from bot.runs.follow_ups import compare_new_alternatives
 
         with db.session() as session:
-            new_diffs = list(session.scalars(sa.select(Message.msgid).where(
-                Message.ingested_at > since, Message.kind == "inline-diff")))
+            new_diffs = mail_stored_since(session, since, Message.kind == MessageKind.INLINE_DIFF)
             if new_diffs:
                 compare_new_alternatives(session, settings, new_diffs)
         follow_up_runs.extend(run_id for run_id in unstarted_runs(db, follow_ups=True)

@@ -1,6 +1,7 @@
-"""The hot queries use indexes: every statement ingest, `series list`, `series show` and the
-front page send is EXPLAINed on SQLite and PostgreSQL, and none scans all of `messages`,
-`series_versions` or `unseen_messages` (the tables that grow with the archive).
+"""The hot queries use indexes: every statement ingest, `series list`, `series show`, the
+front page and the rounds of `lorelab run` send is EXPLAINed on SQLite and PostgreSQL, and
+none scans all of `messages`, `series_versions` or `unseen_messages` (the tables that grow
+with the archive).
 
 A planner plans tiny tables with full scans whatever the indexes, so before the statements are
 EXPLAINed the database gets a few thousand more rows of the growing tables and is analyzed as
@@ -20,12 +21,24 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from bot.commands.handler import MAY_HOLD_COMMANDS
 from bot.config import IngestSettings
-from bot.db.models import Message, Patch, Series, SeriesVersion, Thread, UnseenMessage, pack_mail
+from bot.db.models import (
+    Message,
+    Patch,
+    Series,
+    SeriesVersion,
+    Thread,
+    UnseenMessage,
+    pack_mail,
+    utcnow,
+)
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_message_ids
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
+from bot.mail.record import MessageKind
+from bot.runs.rounds import mail_stored_since
 from bot.web.queries import SeriesFilter, series_detail, series_rows
 from tests.cli import Lorelab
 from tests.series.mailing import discussion_mail
@@ -123,7 +136,7 @@ def grow(db: Database, threads: int = 2000, per_thread: int = 3) -> None:
             {"id": message_id(t, k), "msgid": f"filler-{t}-{k}", "thread_id": top + t + 1,
              "kind": kind(t, k), "reply": kind(t, k) == "review",
              "in_reply_to": f"filler-{t}-0" if k else None, "raw": raw, "raw_size": 20,
-             "date": now + dt.timedelta(minutes=t)}
+             "date": now + dt.timedelta(minutes=t), "ingested_at": now + dt.timedelta(minutes=t)}
             for t in range(threads) for k in range(per_thread)
         ])
         session.execute(sa.insert(UnseenMessage), [
@@ -191,6 +204,10 @@ def test_no_hot_query_scans_messages_or_series_versions(
         with db.session() as session:
             rows = series_rows(session, SeriesFilter(list_name="linux-mm"))
             series_detail(session, rows[0].id)
+            # a round of `lorelab run`: the mail stored since the last round
+            last_round = utcnow() - dt.timedelta(minutes=5)
+            mail_stored_since(session, last_round, MAY_HOLD_COMMANDS)
+            mail_stored_since(session, last_round, Message.kind == MessageKind.INLINE_DIFF)
     assert len(seen) > 50  # the statements were seen
     grow(db)
     scans = full_scans(db, seen)
