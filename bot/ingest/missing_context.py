@@ -3,11 +3,11 @@
 After a poll of a lore source, a series version the poll touched whose anchor (the cover letter,
 or the message its patches hang from) is not stored, or that is still incomplete, gets its
 thread downloaded from the same archive (`<URL>/<msgid>/t.mbox.gz`) and stored like any mail.
-So does the thread of a reply in the feed to a patch never seen (`Re: [PATCH ...]` in a thread
-holding no cover letter or patch): the first poll of a new list stores only the feed's newest
-25 or so messages, mostly such replies, and the open series are known from the start. Replies
-older than `[plan] max_age_days` are left alone (their series would not be planned), and a poll
-fetches at most `MAX_THREADS_PER_POLL` threads.
+So does the thread of a reply in the feed to a patch never seen (`Re: [PATCH ...]`, or a reply
+under the patch's own subject, in a thread holding no cover letter or patch): the first poll of
+a new list stores only the feed's newest 25 or so messages, mostly such replies, and the open
+series are known from the start. Replies older than `[plan] max_age_days` are left alone (their
+series would not be planned), and a poll fetches at most `MAX_THREADS_PER_POLL` threads.
 Each thread is fetched at most once an hour: the times are kept in the source's cursor, so the
 limit holds across restarts too.
 """
@@ -27,6 +27,7 @@ from bot.db.session import Database
 from bot.ingest.cursor import load_position
 from bot.ingest.live import LiveSummary, Step, store_steps
 from bot.ingest.sources import RawMail
+from bot.mail.record import REPLY_KINDS
 from bot.mail.subject import parse_subject
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def threads_of_unseen_patches(
         sa.select(Message.msgid, Message.subject, Message.thread_id, Message.date,
                   Thread.root_msgid)
         .join(Thread, Thread.id == Message.thread_id)
-        .where(Message.msgid.in_(msgids), Message.reply.is_(True))
+        .where(Message.msgid.in_(msgids), Message.kind.in_(sorted(REPLY_KINDS)))
     ).all()
     replies = {
         r.msgid: r for r in rows

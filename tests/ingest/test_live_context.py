@@ -11,7 +11,7 @@ import pytest
 
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
 from bot.ingest.missing_context import REFETCH_AFTER, due
-from tests.series.mailing import msgs_id
+from tests.series.mailing import header, msgs_id, with_header
 from tests.support.pi_server import LiveLorelab, PublicInbox, missing_reason
 
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
@@ -71,12 +71,24 @@ def test_cover_letter_outside_the_feed_is_fetched_with_its_thread(
 REVIEWER = ("Rita Reviewer", "rita@example.org")
 
 
+def _review(patch: bytes, i: int, when: dt.datetime, dropped_re: bool) -> bytes:
+    """Rita's review of `patch`; when `dropped_re`, her client kept the patch's own subject
+    and she gives her Reviewed-by (b4's sign of a reply without "Re:")."""
+    if not dropped_re:
+        return make_reply(patch, author=REVIEWER, body=f"Point {i}.", date=when)
+    review = make_reply(patch, author=REVIEWER, body=f"Point {i}.", date=when,
+                        trailers=[f"Reviewed-by: {REVIEWER[0]} <{REVIEWER[1]}>"])
+    return with_header(review, "Subject", header(patch, "Subject"))
+
+
+@pytest.mark.parametrize("dropped_re", [False, True], ids=["re", "no-re"])
 def test_the_first_poll_fetches_the_threads_of_replies_to_unseen_patches(
-    pi: PublicInbox, tmp_path: Path
+    pi: PublicInbox, tmp_path: Path, dropped_re: bool
 ) -> None:
     """A new list's feed holds only replies: to an open series, to one older than
     `[plan] max_age_days` (14), and in a discussion. The open series is known after the first
-    poll; the old one and the discussion are not fetched."""
+    poll, whether or not the replies' client kept "Re:"; the old one and the discussion are
+    not fetched."""
     now = dt.datetime.now(dt.UTC).replace(microsecond=0)
     tree = make_tree(tmp_path / "linux")
     open_series = make_series(tree, SeriesSpec(title="mm: open series", patches=3,
@@ -84,8 +96,8 @@ def test_the_first_poll_fetches_the_threads_of_replies_to_unseen_patches(
     old = make_series(tree, SeriesSpec(title="mm: long ago", patches=2, cover=False,
                                        author=("Bo", "bo@example.org"),
                                        start_date=now - dt.timedelta(days=60)))
-    reviews = [make_reply(open_series[1 + i % 3], author=REVIEWER, body=f"Point {i}.",
-                          date=now - dt.timedelta(days=1, minutes=i)) for i in range(20)]
+    reviews = [_review(open_series[1 + i % 3], i, now - dt.timedelta(days=1, minutes=i),
+                       dropped_re) for i in range(20)]
     late = [make_reply(old[0], author=REVIEWER, body=f"Late note {i}.",
                        date=now - dt.timedelta(days=15, minutes=i)) for i in range(3)]
     discussion = (
