@@ -27,16 +27,18 @@ def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
 
     `prose` is the body without its diff; `replying` says the message has In-Reply-To or
     References headers, even if its subject lacks `Re:`; `gives_trailers` that its prose gives
-    follow-up trailers (Reviewed-by, Acked-by, Tested-by, ...; not Signed-off-by).
+    follow-up trailers (Reviewed-by, Acked-by, Tested-by, Reported-by, Closes:, ...; not
+    Signed-off-by).
     """
     if subject.reply:
         return MessageKind.INLINE_DIFF if has_diff else MessageKind.REVIEW
     if ("PULL" in subject.raw.upper() and _PULL_TAG.search(subject.raw)) or _is_pull_body(prose):
         return MessageKind.PULL_REQUEST
-    if replying and gives_trailers and not has_diff:
+    if replying and gives_trailers and not has_diff and not _has_diffstat(prose):
         # b4's rule: a reply whose client dropped the "Re:", under the patch's or the cover
         # letter's own subject, not a patch that lost its diff. b4 counts a Signed-off-by
-        # too, which hand-written cover letters in reply to the last version carry.
+        # too, which hand-written cover letters in reply to the last version carry; and a
+        # diffstat is a cover letter's (a fix's Reported-by, Closes:) or a patch's.
         return MessageKind.REVIEW
     if subject.patch and subject.counters_explicit and subject.counter == 0:
         return MessageKind.COVER
@@ -45,11 +47,15 @@ def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
     if subject.patch:
         if subject.counters_explicit:
             return MessageKind.PATCH  # "[PATCH 2/5]" whose diff got lost: it still has a slot
-        if " changed" in prose and DIFFSTAT.search(prose):
+        if _has_diffstat(prose):
             return MessageKind.COVER
     if replying:
         return MessageKind.REVIEW  # a reply whose client dropped the "Re:"
     return MessageKind.OTHER
+
+
+def _has_diffstat(prose: str) -> bool:
+    return " changed" in prose and bool(DIFFSTAT.search(prose))  # the regex only when it may
 
 
 def _is_pull_body(prose: str) -> bool:

@@ -290,6 +290,10 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
         # an author's own Signed-off-by: a hand-written v2 cover letter in reply to v1
         ("[PATCH v2 0/5] mm: x", "Changes since v1.\n\nSigned-off-by: A <a@b.org>\n",
          ("In-Reply-To: <c@x>",), MessageKind.COVER),
+        # a fix's v2 cover letter in reply to v1, giving its Reported-by and Closes:
+        ("[PATCH v2 0/2] mm: fix x", "Reported-by: C <c@d.org>\nCloses: https://e.org/1\n\n"
+         "A (2):\n  mm: x\n\n mm/vmscan.c | 2 +-\n 1 file changed, 1 insertion(+), "
+         "1 deletion(-)\n", ("In-Reply-To: <c@x>",), MessageKind.COVER),
         # a patch whose diff was lost, threaded under its cover letter
         ("[PATCH 2/5] mm: x", "The diff was eaten by a mail client.\n",
          ("In-Reply-To: <c@x>",), MessageKind.PATCH),
