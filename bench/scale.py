@@ -19,7 +19,8 @@ Run as `.venv/bin/python bench/scale.py [--existing 1000000] [--messages 20000] 
 4. Per message, each ingest's CPU (this process and its parse workers) and wall time; the
    ratio filled / fresh of each round, and their median (target <= 1.15). At the filled size,
    `series list` (50 rows) and `series show` as the CLI runs them, in-process (start-up
-   excluded): seconds and statements.
+   excluded): seconds and statements; and what each round of `lorelab run` reads first, the
+   mail stored since the previous round.
 
 CPU time is the figure to compare on a shared machine; wall time is given beside it. One
 ingest's CPU time moves by a tenth or more here from one run to the next, so a single pair's
@@ -217,7 +218,32 @@ def measure_reads(url: str, workdir: Path) -> dict[str, Any]:
             lorelab.run(*args)
             seconds = time.perf_counter() - started
         out[name] = {"seconds": round(seconds, 3), "statements": len(seen)}
+    out["round_new_mail"] = _round_reads(url)
     return out
+
+
+def _round_reads(url: str) -> dict[str, Any]:
+    """What a round of `lorelab run` reads first: the mail stored since the previous round
+    (none new here), for commands and for reviewers' inline diffs."""
+    import sqlalchemy as sa
+
+    from bot.commands.handler import MAY_HOLD_COMMANDS
+    from bot.db.models import Message, utcnow
+    from bot.db.session import open_database
+    from bot.mail.record import MessageKind
+    from bot.runs.rounds import COMMIT_LAG, mail_stored_since
+    from tests.support.statements import statements
+
+    db = open_database(url)
+    with db.session() as session, statements() as seen:
+        session.scalar(sa.select(1))  # connected before the clock starts
+        started = time.perf_counter()
+        since = utcnow() - COMMIT_LAG
+        found = [*mail_stored_since(session, since, MAY_HOLD_COMMANDS),
+                 *mail_stored_since(session, since, Message.kind == MessageKind.INLINE_DIFF)]
+        seconds = time.perf_counter() - started
+    db.dispose()
+    return {"seconds": round(seconds, 4), "statements": len(seen) - 1, "found": len(found)}
 
 
 def fresh_url(backend: str, workdir: Path, name: str, pg_url: str) -> tuple[str, Any]:
