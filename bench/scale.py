@@ -223,22 +223,30 @@ def measure_reads(url: str, workdir: Path) -> dict[str, Any]:
 
 
 def _round_reads(url: str) -> dict[str, Any]:
-    """What a round of `lorelab run` reads first: the mail stored since the previous round
-    (none new here), for commands and for reviewers' inline diffs."""
+    """What a round of `lorelab run` reads first, the mail stored since the previous round (less
+    COMMIT_LAG), for commands and for reviewers' inline diffs: after a quiet interval, and
+    just after a round's corpus was ingested."""
+    from bot.db.models import utcnow
+    from bot.runs.rounds import COMMIT_LAG
+
+    return {"quiet": _new_mail(url, utcnow()),
+            "after_the_corpus": _new_mail(url, utcnow() - COMMIT_LAG)}
+
+
+def _new_mail(url: str, since: dt.datetime) -> dict[str, Any]:
     import sqlalchemy as sa
 
     from bot.commands.handler import MAY_HOLD_COMMANDS
-    from bot.db.models import Message, utcnow
+    from bot.db.models import Message
     from bot.db.session import open_database
     from bot.mail.record import MessageKind
-    from bot.runs.rounds import COMMIT_LAG, mail_stored_since
+    from bot.runs.rounds import mail_stored_since
     from tests.support.statements import statements
 
     db = open_database(url)
     with db.session() as session, statements() as seen:
         session.scalar(sa.select(1))  # connected before the clock starts
         started = time.perf_counter()
-        since = utcnow() - COMMIT_LAG
         found = [*mail_stored_since(session, since, MAY_HOLD_COMMANDS),
                  *mail_stored_since(session, since, Message.kind == MessageKind.INLINE_DIFF)]
         seconds = time.perf_counter() - started
@@ -338,8 +346,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  filled/fresh, median of {len(r['rounds'])}: CPU {r['cpu_ratio']:.3f}, wall "
               f"{r['wall_ratio']:.3f} (target <= {TARGET}: "
               f"{'met' if r['target_met'] else 'NOT met'})")
-        for name, read in r["reads_at_filled_size"].items():
-            print(f"  {name}: {read['seconds']} s, {read['statements']} statements")
+        reads = r["reads_at_filled_size"]
+        for name in ("series_list_50", "series_show"):
+            print(f"  {name}: {reads[name]['seconds']} s, {reads[name]['statements']} statements")
+        for when, read in reads["round_new_mail"].items():
+            print(f"  a round's new mail, {when.replace('_', ' ')}: {read['seconds']} s, "
+                  f"{read['statements']} statements, {read['found']} found")
     print(f"machine {describe()}; load {report['load']} -> {report['load_after']}")
     return 0
 
