@@ -106,8 +106,8 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
         has_diff=scan.diff is not None,
         prose=scan.prose,
         replying=replying,
-        gives_trailers=replying and scan.diff is None and not subject.reply
-        and _gives_trailers(scan.prose),
+        gives_trailers=(replying and scan.diff is None and not subject.reply
+                        and _gives_trailers(scan.prose)),
     )
     diff, files, fingerprint = scan.diff, scan.files, scan.fingerprint
     if kind is MessageKind.COVER and diff is not None:
