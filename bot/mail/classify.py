@@ -22,7 +22,7 @@ _PULL_TAG = re.compile(r"\[[^]]*\bGIT\s+PULL\b", re.I)
 
 
 def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
-             gives_trailers: bool = False) -> MessageKind:
+             gives_trailers: bool) -> MessageKind:
     """The kind of a message.
 
     `prose` is the body without its diff; `replying` says the message has In-Reply-To or
