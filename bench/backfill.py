@@ -12,10 +12,12 @@ Run as `.venv/bin/python bench/backfill.py [--messages 20000] [--epoch-mb 40] [-
 3. The bare parse, the baseline: the same blobs read in Python from one `git cat-file --batch`
    per epoch and parsed with `email.message_from_bytes(policy=compat32)` (wall and CPU).
 4. End to end: `lorelab ingest pi-git ARCHIVE --json` in a subprocess into a fresh SQLite
-   database (wall time, and CPU of it and its parse workers, from wait4). Steps 3 and 4 are
+   database (wall time, and CPU of it and its parse workers, from wait4), and its peak RSS:
+   that of the largest of its processes, each its own (`bench/measured.py`). Steps 3 and 4 are
    interleaved `--rounds` times; the median of each round's ratio counts.
 
-Target: end to end >= 0.6 of the bare parse (wall on a quiet machine; CPU).
+Targets: end to end >= 0.6 of the bare parse (wall on a quiet machine; CPU); peak memory below
+500 MB.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `mach
 
 from bench.ingest import Corpus, write_mbox  # noqa: E402
 from bench.machine import compile_lorelab, describe, machine  # noqa: E402
+from bench.measured import Measured, run_measured  # noqa: E402
 from bot.ingest.catfile import read_blobs  # noqa: E402
 from bot.ingest.pigit import parse_log  # noqa: E402
 from tests.support.pi_server import PublicInbox, missing_reason  # noqa: E402
 
 RATIO_TARGET = 0.6
+MEMORY_TARGET_MB = 500
 PIPELINE = (
     "git --git-dir {0} log --raw --no-renames --no-abbrev --format= "
     "| awk '$6 == \"m\" {{ print $4 }}' | git --git-dir {0} cat-file --batch > /dev/null"
@@ -83,27 +87,21 @@ def bare_parse(archive: Path) -> tuple[int, float, float]:
     return count, time.perf_counter() - start, time.process_time() - cpu + git_cpu
 
 
-def run_backfill(archive: Path, workdir: Path) -> tuple[float, float, dict]:
-    """Wall and CPU seconds of `lorelab ingest pi-git`, and its JSON summary."""
+def run_backfill(archive: Path, workdir: Path) -> tuple[Measured, dict]:
+    """`lorelab ingest pi-git` into a fresh database: what it cost, and its JSON summary."""
     db = workdir / "backfill.db"
     for stale in workdir.glob("backfill.db*"):
         stale.unlink()
     env = dict(os.environ, LORELAB_DATABASE_URL=f"sqlite:///{db}", LORELAB_DATA_DIR=str(workdir),
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    out = workdir / "backfill.stdout"
-    start = time.perf_counter()
-    with out.open("wb") as stdout:
-        child = subprocess.Popen(
-            [sys.executable, "-c", "from bot.cli import main; main()", "ingest", "pi-git",
-             str(archive), "--list", "linux-mm", "--json"],
-            stdout=stdout, stderr=subprocess.PIPE, env=env)
-        assert child.stderr is not None
-        err = child.stderr.read()
-        _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"lorelab ingest pi-git failed:\n{err.decode()[-3000:]}")
-    return seconds, usage.ru_utime + usage.ru_stime, json.loads(out.read_bytes())
+    out, err = workdir / "backfill.stdout", workdir / "backfill.stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        run = run_measured([sys.executable, "-c", "from bot.cli import main; main()", "ingest",
+                            "pi-git", str(archive), "--list", "linux-mm", "--json"],
+                           env=env, stdout=stdout, stderr=stderr)
+    if run.returncode != 0:
+        raise SystemExit(f"lorelab ingest pi-git failed:\n{err.read_text()[-3000:]}")
+    return run, json.loads(out.read_bytes())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     limit = io_limit(archive)
     # Interleaved, as bench/ingest.py does: the median of back-to-back ratios is steadier than
     # a ratio of medians on a machine whose CPU time for the same work moves by a fifth.
-    rounds = []
+    rounds, peak_rss_mb = [], 0.0
     for _ in range(max(1, args.rounds)):
         blobs, bare_wall, bare_cpu = bare_parse(archive)
-        seconds, cpu, summary = run_backfill(archive, workdir)
-        rounds.append((bare_wall, bare_cpu, seconds, cpu))
+        run, summary = run_backfill(archive, workdir)
+        rounds.append((bare_wall, bare_cpu, run.seconds, run.cpu_seconds))
+        peak_rss_mb = max(peak_rss_mb, run.peak_rss_mb)
     stored = summary["read"] + summary["removals"] + summary["skipped"]
     bare_wall, bare_cpu, seconds, cpu = (statistics.median(r[i] for r in rounds)
                                          for i in range(4))
@@ -164,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         "end_to_end": {"what": "lorelab ingest pi-git ARCHIVE --json (fresh SQLite), median "
                                f"of {len(rounds)}",
                        "seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2),
-                       "messages_per_second": round(stored / seconds, 1), "summary": summary},
+                       "messages_per_second": round(stored / seconds, 1),
+                       "peak_rss_mb": round(peak_rss_mb, 1), "summary": summary},
         "machine": machine(),
         "load": os.getloadavg(),
     }
@@ -176,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     report["io_ratio"] = round(report["end_to_end"]["messages_per_second"]
                                / report["io_limit"]["messages_per_second"], 4)
     report["target_met"] = report["cpu_ratio"] >= RATIO_TARGET
+    report["memory_met"] = peak_rss_mb < MEMORY_TARGET_MB
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -191,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"ratio      {report['ratio']:.3f} wall, {report['cpu_ratio']:.3f} CPU of the bare "
           f"parse (target >= {RATIO_TARGET}: {'met' if report['target_met'] else 'NOT met'}); "
           f"{report['io_ratio']:.3f} of the I/O limit")
+    print(f"peak RSS   {peak_rss_mb:.1f} MB, the largest of its processes (target < "
+          f"{MEMORY_TARGET_MB} MB: {'met' if report['memory_met'] else 'NOT met'})")
     print(f"summary    {json.dumps(summary)}")
     print(f"machine    {describe()}; load {report['load']}")
     return 0

@@ -15,7 +15,9 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep
    splitting is timed inside the bare rate, as it is inside the end-to-end one.
 3. End to end: `lorelab ingest mbox FILE --json` in a subprocess into a fresh SQLite database;
    messages/s from wall time (interpreter start, imports and schema creation included; the
-   same command on an empty mbox is timed too, as the fixed cost), and the child's peak RSS.
+   same command on an empty mbox is timed too, as the fixed cost), and the peak RSS of the
+   largest of its processes, its own (started by a launcher, `bench/measured.py`: not this
+   process's, which holds the corpus).
 4. The ratios, bare / end to end: on wall time, and on CPU time (the ingest's own and its
    parse workers', from wait4; the bare parse's from process_time). On a loaded machine wall
    time is what the other jobs leave; the CPU ratio is what it converges to. The CPU ratio is
@@ -65,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import compile_lorelab, machine
+from measured import run_measured
 
 REPO = Path(__file__).resolve().parent.parent
 RATIO_TARGET = 0.6
@@ -926,13 +929,10 @@ def run_ingest(lorelab: str, mbox: Path, workdir: Path, name: str) -> IngestResu
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
-        start = time.perf_counter()
-        child = subprocess.Popen([lorelab, "ingest", "mbox", str(mbox), "--json"], stdout=out,
-                                 stderr=err, stdin=subprocess.DEVNULL, env=env)
-        # wait4 gives this one child's rusage, unlike RUSAGE_CHILDREN (all children so far).
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - start
-        child.returncode = os.waitstatus_to_exitcode(status)
+        # Through a launcher: started from this process, which holds the corpus, the command's
+        # peak memory would be this process's (`bench/measured.py`).
+        run = run_measured([lorelab, "ingest", "mbox", str(mbox), "--json"], env=env,
+                           stdout=out, stderr=err)
     text = out_path.read_text(errors="replace")
     summary = None
     match = re.search(r"\{.*\}", text, re.S)
@@ -941,8 +941,7 @@ def run_ingest(lorelab: str, mbox: Path, workdir: Path, name: str) -> IngestResu
             summary = json.loads(match.group(0))
         except json.JSONDecodeError:
             summary = None
-    return IngestResult(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
-                        child.returncode, summary,
+    return IngestResult(run.seconds, run.cpu_seconds, run.peak_rss_mb, run.returncode, summary,
                         err_path.read_text(errors="replace")[-2000:])
 
 

@@ -20,7 +20,9 @@ Run as `.venv/bin/python bench/scale.py [--existing 1000000] [--messages 20000] 
    ratio filled / fresh of each round, and their median (target <= 1.15). At the filled size,
    `series list` (50 rows) and `series show` as the CLI runs them, in-process (start-up
    excluded): seconds and statements; and what each round of `lorelab run` reads first, the
-   mail stored since the previous round.
+   mail stored since the previous round. Last, `lorelab ingest mbox` of one more corpus into
+   the filled database as a user runs it, a process of its own: CPU per message with its
+   start-up, and the peak memory of the largest of its processes (target < 500 MB).
 
 CPU time is the figure to compare on a shared machine; wall time is given beside it. One
 ingest's CPU time moves by a tenth or more here from one run to the next, so a single pair's
@@ -49,9 +51,11 @@ sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `mach
 
 from bench.ingest import Corpus, write_mbox  # noqa: E402
 from bench.machine import compile_lorelab, describe, machine  # noqa: E402
+from bench.measured import run_measured  # noqa: E402
 
 PER_THREAD = 10  # cover letter, three patches, six replies
 TARGET = 1.15
+MEMORY_TARGET_MB = 500
 CHUNK = 20_000
 START = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
 
@@ -203,6 +207,25 @@ def measure_ingest(url: str, mbox: Path) -> dict[str, Any]:
             "wall_ms_per_message": round(1000 * wall / n, 3)}
 
 
+def measure_command(url: str, mbox: Path, workdir: Path) -> dict[str, Any]:
+    """`lorelab ingest mbox` as a user runs it, a process of its own (start-up included): its
+    CPU per message and the peak memory of the largest of its processes."""
+    env = dict(os.environ, LORELAB_DATABASE_URL=url, LORELAB_DATA_DIR=str(workdir),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    out = workdir / "command.stdout"
+    with out.open("wb") as stdout:
+        run = run_measured([sys.executable, "-c", "from bot.cli import main; main()", "ingest",
+                            "mbox", str(mbox), "--list", "linux-mm", "--json"],
+                           env=env, stdout=stdout)
+    if run.returncode != 0:
+        raise SystemExit(f"lorelab ingest mbox failed ({run.returncode}) into {url}")
+    read = json.loads(out.read_bytes())["read"]
+    return {"messages": read, "cpu_seconds": round(run.cpu_seconds, 2),
+            "wall_seconds": round(run.seconds, 2),
+            "cpu_ms_per_message": round(1000 * run.cpu_seconds / read, 3),
+            "peak_rss_mb": round(run.peak_rss_mb, 1)}
+
+
 def measure_reads(url: str, workdir: Path) -> dict[str, Any]:
     """`series list` (50) and `series show` in-process, as the CLI runs them."""
     from tests.cli import Lorelab
@@ -273,7 +296,7 @@ def fresh_url(backend: str, workdir: Path, name: str, pg_url: str) -> tuple[str,
 
 
 def run_backend(backend: str, args: argparse.Namespace, corpora: list[Path],
-                workdir: Path) -> dict:
+                command_corpus: Path, workdir: Path) -> dict:
     report: dict[str, Any] = {"rounds": []}
     filled_url, drop_filled = fresh_url(backend, workdir, "filled", args.pg_url)
     try:
@@ -292,11 +315,13 @@ def run_backend(backend: str, args: argparse.Namespace, corpora: list[Path],
                     filled["wall_ms_per_message"] / fresh["wall_ms_per_message"], 3),
             })
         report["reads_at_filled_size"] = measure_reads(filled_url, workdir)
+        report["command_at_filled_size"] = measure_command(filled_url, command_corpus, workdir)
     finally:
         drop_filled()
     for key in ("cpu_ratio", "wall_ratio"):
         report[key] = round(statistics.median(r[key] for r in report["rounds"]), 3)
     report["target_met"] = report["cpu_ratio"] <= TARGET
+    report["memory_met"] = report["command_at_filled_size"]["peak_rss_mb"] < MEMORY_TARGET_MB
     return report
 
 
@@ -317,14 +342,15 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("LORELAB_DATA_DIR", str(workdir))
     corpora = [workdir / f"corpus-{n}.mbox" for n in range(args.rounds)]
-    for n, mbox in enumerate(corpora):
+    command_corpus = workdir / "corpus-command.mbox"  # mail none of the rounds stored
+    for n, mbox in enumerate([*corpora, command_corpus]):
         write_mbox(Corpus(args.seed + n).messages(args.messages), mbox)
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     report: dict[str, Any] = {"existing": args.existing, "messages": args.messages,
                               "machine": machine(), "load": os.getloadavg()}
     try:
         for backend in backends:
-            report[backend] = run_backend(backend, args, corpora, workdir)
+            report[backend] = run_backend(backend, args, corpora, command_corpus, workdir)
     finally:
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -349,6 +375,10 @@ def main(argv: list[str] | None = None) -> int:
         reads = r["reads_at_filled_size"]
         for name in ("series_list_50", "series_show"):
             print(f"  {name}: {reads[name]['seconds']} s, {reads[name]['statements']} statements")
+        command = r["command_at_filled_size"]
+        print(f"  lorelab ingest mbox at that size: {command['cpu_ms_per_message']} ms CPU/msg "
+              f"(start-up included), peak RSS {command['peak_rss_mb']} MB (target < "
+              f"{MEMORY_TARGET_MB} MB: {'met' if r['memory_met'] else 'NOT met'})")
         for when, read in reads["round_new_mail"].items():
             print(f"  a round's new mail, {when.replace('_', ' ')}: {read['seconds']} s, "
                   f"{read['statements']} statements, {read['found']} found")
