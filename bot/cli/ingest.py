@@ -157,3 +157,42 @@ def ingest_stdin(list_name: str = LIST_OPTION, as_json: bool = JSON_OPTION) -> N
 
     # A delivery normally never gets here: `bot.cli.main` runs it without the command line.
     raise typer.Exit(deliver(Delivery(context.CONFIG_PATH, list_name, as_json)))
+
+
+@ingest_app.command("reparse")
+def ingest_reparse(as_json: bool = JSON_OPTION) -> None:
+    """Read the stored mail again with this lorelab's parser (after an upgrade): update the
+    messages it now reads otherwise, and their threads' series.
+
+    Message-IDs and threads stay as stored. Safe to run while mail comes in, and again: a
+    second run changes nothing. Stopped, run it again.
+    """
+    from bot.db.models import Message
+    from bot.ingest.reparse import ReparseSummary, reparse
+
+    db = open_database()
+    with db.session() as session:
+        total = session.scalar(sa.select(sa.func.count()).select_from(Message))
+    progress = Progress(
+        TextColumn("[bold]reparse"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[changed]} changed"), TimeElapsedColumn(),
+        console=console, disable=as_json or not sys.stderr.isatty(),
+    )  # fmt: skip
+    with progress:
+        task = progress.add_task("reparse", total=total, changed=0)
+
+        def advance(summary: ReparseSummary) -> None:
+            progress.update(task, completed=summary.read, changed=summary.changed)
+
+        try:
+            summary = reparse(db, on_batch=advance)
+        except sa.exc.OperationalError as exc:
+            said = (str(exc.orig).strip().splitlines() or [""])[0]
+            raise UserError(f"the database could not take a batch ({said}); what was read "
+                            "again before it is stored: run the command again",
+                            exit_code=EX_TEMPFAIL) from None
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    for line in summary.describe():
+        console.print(line, markup=False, highlight=False)

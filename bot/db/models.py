@@ -86,7 +86,7 @@ class CompressedMail(TypeDecorator[bytes]):
         return pack_mail(value)
 
     def process_result_value(self, value: bytes | None, dialect: Any) -> bytes | None:
-        return None if value is None else _CODECS.decompressor.decompress(value)
+        return None if value is None else unpack_mail(value)
 
 
 class _Codecs(threading.local):
@@ -108,6 +108,11 @@ def compress_mail(raw: bytes) -> bytes:
 
 def pack_mail(raw: bytes) -> PackedMail:
     return PackedMail(compress_mail(raw))
+
+
+def unpack_mail(packed: bytes) -> bytes:
+    """Raw mail back from what `CompressedMail` stores."""
+    return _CODECS.decompressor.decompress(packed)
 
 
 class Base(DeclarativeBase):

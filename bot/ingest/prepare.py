@@ -124,8 +124,11 @@ _JSON_AT = tuple(MessageRow._fields.index(key) for key in _JSON_COLUMNS)
 _AS_IS = EncodedRowGate(MessageRow._fields)
 
 
-def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
-    """The `messages` columns for a parsed message, as both databases can store them.
+def message_row(
+    parsed: ParsedMessage, raw: bytes, compressed: bytes | None = None
+) -> MessageRow:
+    """The `messages` columns for a parsed message, as both databases can store them; `raw`
+    compressed here unless `compressed` (as stored) is given.
 
     Built as a list in the row's order and checked there (`EncodedRowGate`): a dict of the
     columns, walked by `make_storable` and then turned into the tuple, is made only for the
@@ -143,7 +146,7 @@ def message_row(parsed: ParsedMessage, raw: bytes) -> MessageRow:
         parsed.insertions, parsed.deletions,
         [[t.name, t.value] for t in parsed.trailers],
         parsed.problems,
-        compress_mail(raw), len(raw), None, parsed.date,
+        compress_mail(raw) if compressed is None else compressed, len(raw), None, parsed.date,
     ]  # fmt: skip
     row = plain.copy()
     try:

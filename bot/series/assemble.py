@@ -201,10 +201,13 @@ class _Known:
 
 
 def update_series(
-    session: Session, posting_threads: Iterable[int], trailer_threads: Iterable[int] = ()
+    session: Session, posting_threads: Iterable[int], trailer_threads: Iterable[int] = (),
+    no_longer_parts: Iterable[int] = (),
 ) -> AssemblyResult:
     """Re-derive the postings of `posting_threads`, store what changed, and rebuild the
-    trailers of every version that changed or whose thread got review trailers."""
+    trailers of every version that changed or whose thread got review trailers.
+    `no_longer_parts`: messages stored as patches that are read now as something else (mail
+    parsed again, `bot.ingest.reparse`), taken out of the versions that hold them."""
     conn = session.connection()
     result = AssemblyResult()
     touched: list[VersionRecord] = []
@@ -212,7 +215,8 @@ def update_series(
     rows: dict[str, Any] = {}
     by_thread = _posting_parts(conn, posting_threads)
     shared = shared_ids(conn, by_thread)
-    not_taken: list[int] = []  # copies of a shared Message-ID that no posting takes
+    # copies of a shared Message-ID that no posting takes, and patches that are no longer
+    not_taken: list[int] = list(no_longer_parts)
     for thread_id, parts in by_thread.items():
         parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
         not_taken += dropped

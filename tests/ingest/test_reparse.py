@@ -1,0 +1,100 @@
+"""`lorelab ingest reparse`: stored mail read again after an upgrade changed how lorelab reads
+it, with the stored rows made as an older lorelab made them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from bot.db.models import Message, pack_mail
+from bot.db.session import Database
+from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
+from bot.series.assemble import update_series
+from tests.cli import Lorelab
+from tests.series.mailing import all_series, header, msgs_id, state, store, with_header
+
+REVIEWER = ("Rita Reviewer", "rita@example.org")
+REVIEWED = "Reviewed-by: Rita Reviewer <rita@example.org>"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("tree") / "linux")
+
+
+@pytest.fixture
+def answered(db, tree, ingest_settings) -> dict[str, bytes]:
+    """A two-patch series whose second patch Rita reviewed from a client that kept the patch's
+    subject without "Re:", and a plain reply to the first; stored by this lorelab."""
+    msgs = make_series(tree, SeriesSpec(title="mm: read again", patches=2))
+    review = make_reply(msgs[2], author=REVIEWER, body="Looks right.", trailers=[REVIEWED])
+    review = with_header(review, "Subject", header(msgs[2], "Subject"))
+    question = make_reply(msgs[1], author=REVIEWER, body="Why this order?")
+    store(db, [*msgs, review, question], ingest_settings)
+    return {"review": review, "question": question}
+
+
+def _as_an_older_lorelab_stored_it(db: Database, review: bytes) -> None:
+    """The review's row as lorelab stored it before it read such replies as reviews (a patch
+    that had lost its diff), and the series assembled from that row, as they were then."""
+    with db.session() as session:
+        thread = session.scalar(sa.update(Message).where(Message.msgid == msgs_id(review))
+                                .values(kind="patch").returning(Message.thread_id))
+        update_series(session, [thread])
+        session.commit()
+
+
+def _given_to(series: dict, index: int) -> set[str]:
+    patch = series["versions"][0]["patches"][index]
+    return {f"{t['name']}: {t['value']}" for t in patch["trailers"] if t["origin"] != "own"}
+
+
+def test_a_reply_once_read_as_a_patch_becomes_a_review(db, db_url, answered, tmp_path):
+    expected = state(db)  # what this lorelab stores for the same mail
+    _as_an_older_lorelab_stored_it(db, answered["review"])
+    stale = all_series(db)
+    assert len(stale) == 2, "the older reading made a series of the reviewer's own"
+    assert {s["author"]["email"] for s in stale} == {"ada@example.org", "rita@example.org"}
+
+    lorelab = Lorelab(tmp_path, db_url)
+    summary = lorelab.json("ingest", "reparse")
+    assert (summary["read"], summary["changed"], summary["columns"]) == (5, 1, {"kind": 1})
+    assert summary["unparseable"] == summary["threading_differs"] == 0
+    assert state(db) == expected
+    (series,) = all_series(db)
+    assert REVIEWED in _given_to(series, 1)
+
+    again = lorelab.json("ingest", "reparse")
+    assert (again["read"], again["changed"], again["series_created"],
+            again["series_updated"]) == (5, 0, 0, 0)
+    assert state(db) == expected
+    out = lorelab.run("ingest", "reparse").stderr.decode()  # as `ingest` tells its summary
+    assert "read again 5: changed 0; series versions new 0, updated 0" in out
+
+
+def test_what_cannot_be_read_again_or_would_move_is_kept(db, db_url, answered, tmp_path):
+    """A mail the parser now refuses keeps its row; one whose threading headers read otherwise
+    stays where it was stored, and both are counted."""
+    question, review = msgs_id(answered["question"]), msgs_id(answered["review"])
+    with db.session() as session:
+        session.execute(sa.update(Message).where(Message.msgid == question)
+                        .values(raw=pack_mail(b"\0\x01 not mail")))
+        session.execute(sa.update(Message).where(Message.msgid == review)
+                        .values(in_reply_to="elsewhere@example.org", subject="as stored"))
+        session.commit()
+    expected = state(db)
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert summary["unparseable"] == 1
+    assert "binary data" in summary["unparseable_reasons"][0]
+    assert summary["threading_differs"] == 1
+    assert (summary["changed"], summary["columns"]) == (1, {"subject": 1})
+    with db.session() as session:
+        kept = session.execute(sa.select(Message.in_reply_to, Message.subject)
+                               .where(Message.msgid == review)).one()
+    assert kept == ("elsewhere@example.org", header(answered["review"], "Subject"))
+    after = state(db)  # its trailers go where its stored In-Reply-To says: nowhere known
+    assert {k: after[k] for k in ("series", "versions", "patches")} == {
+        k: expected[k] for k in ("series", "versions", "patches")}
