@@ -191,6 +191,9 @@ def ingest_reparse(as_json: bool = JSON_OPTION) -> None:
             raise UserError(f"the database could not take a batch ({said}); what was read "
                             "again before it is stored: run the command again",
                             exit_code=EX_TEMPFAIL) from None
+        except KeyboardInterrupt:  # the batch in flight is rolled back; those before it stand
+            raise UserError("interrupted; the batches read again before it are stored: run "
+                            "the command again to finish", exit_code=EX_INTERRUPTED) from None
     if as_json:
         emit_json(summary.to_dict())
         return
