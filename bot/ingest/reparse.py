@@ -73,6 +73,7 @@ class ReparseSummary:
     unparseable_reasons: list[str] = field(default_factory=list)  # the first few
     series_created: int = 0
     series_updated: int = 0
+    versions_removed: int = 0  # versions made of mail that is read now as no patch
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -84,7 +85,8 @@ class ReparseSummary:
         columns = ", ".join(f"{name} {n}" for name, n in self.columns.most_common())
         lines = [
             f"read again {self.read}: changed {self.changed}" + (f" ({columns})" if columns else "")
-            + f"; series versions new {self.series_created}, updated {self.series_updated}"
+            + f"; series versions new {self.series_created}, updated {self.series_updated}, "
+            f"removed {self.versions_removed}"
         ]
         if self.threading_differs:
             lines.append(f"  {self.threading_differs} read with other In-Reply-To or References:"
@@ -149,6 +151,7 @@ def _reparse_batch(session: Session, rows: list[Any], summary: ReparseSummary) -
     assembled = update_series(session, posting_threads, trailer_threads, no_longer_parts)
     summary.series_created += assembled.series_created
     summary.series_updated += assembled.series_updated
+    summary.versions_removed += assembled.versions_removed
 
 
 def _read_again(row: Any, summary: ReparseSummary) -> MessageRow | None:

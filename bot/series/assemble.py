@@ -81,8 +81,9 @@ _VERSIONS_OF_THREADS = sa.select(SeriesVersion.id).where(
 
 @dataclass
 class AssemblyResult:
-    series_created: int = 0
+    series_created: int = 0  # series versions made
     series_updated: int = 0
+    versions_removed: int = 0  # stored versions left with no patch
 
 
 def _posting_parts(conn: sa.Connection, thread_ids: Iterable[int]) -> dict[int, list[Any]]:
@@ -243,6 +244,7 @@ def update_series(
                 _remove_patch(holder, message_id, known)  # a copy placed before the other came
         touched += known.regroup(conn, rows, set(by_thread))
         records.write(conn, known.all_series(), known.all_versions())
+        result.versions_removed = sum(v.removed and v.id is not None for v in known.all_versions())
     trailer_versions = {v.id for v in touched if v.id is not None and not v.removed}
     if trailer_threads := set(trailer_threads):
         trailer_versions |= set(

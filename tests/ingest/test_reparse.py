@@ -61,6 +61,7 @@ def test_a_reply_once_read_as_a_patch_becomes_a_review(db, db_url, answered, tmp
     lorelab = Lorelab(tmp_path, db_url)
     summary = lorelab.json("ingest", "reparse")
     assert (summary["read"], summary["changed"], summary["columns"]) == (5, 1, {"kind": 1})
+    assert summary["versions_removed"] == 1  # the reviewer's
     assert summary["unparseable"] == summary["threading_differs"] == 0
     assert state(db) == expected
     (series,) = all_series(db)
@@ -71,7 +72,7 @@ def test_a_reply_once_read_as_a_patch_becomes_a_review(db, db_url, answered, tmp
             again["series_updated"]) == (5, 0, 0, 0)
     assert state(db) == expected
     out = lorelab.run("ingest", "reparse").stderr.decode()  # as `ingest` tells its summary
-    assert "read again 5: changed 0; series versions new 0, updated 0" in out
+    assert "read again 5: changed 0; series versions new 0, updated 0, removed 0" in out
 
 
 def test_what_cannot_be_read_again_or_would_move_is_kept(db, db_url, answered, tmp_path):
