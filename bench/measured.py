@@ -3,7 +3,7 @@
 `subprocess.Popen` starts a child by vfork: until it execs, the child runs in the benchmark's
 own memory, and Linux counts that memory's high-water mark into the child's `ru_maxrss` at the
 exec. A benchmark that holds its generated corpus (700 MB for 100,000 messages) therefore saw
-every lorelab it started "peak" at the benchmark's size, whatever lorelab used (164 MB).
+every lorelab it started "peak" at the benchmark's size, whatever lorelab used (160 MB).
 
 Here the command is started by a launcher: a fresh interpreter whose own memory is a few MB,
 which runs it, waits for it with wait4 and writes its figures (JSON) to a file. The command's

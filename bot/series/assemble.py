@@ -241,7 +241,8 @@ def update_series(
                 result.series_updated += 1
         for message_id in not_taken:
             if (holder := known.holder.get(message_id)) is not None:
-                _remove_patch(holder, message_id, known)  # a copy placed before the other came
+                # a copy placed before the other came, or mail no longer read as a patch
+                _remove_patch(holder, message_id, known)
         touched += known.regroup(conn, rows, set(by_thread))
         records.write(conn, known.all_series(), known.all_versions())
         result.versions_removed = sum(v.removed and v.id is not None for v in known.all_versions())
