@@ -1,4 +1,5 @@
-"""Query commands: `lorelab series`, `lorelab message show`, `lorelab quarantine list`."""
+"""Query commands: `lorelab series`, `lorelab message show`, `lorelab quarantine list`; and
+`lorelab quarantine retry`, beside the list it empties, which stores what parses now."""
 
 from __future__ import annotations
 
@@ -314,3 +315,25 @@ def quarantine_list(as_json: bool = JSON_OPTION) -> None:
     for r in rows:
         table.add_row(str(r["id"]), r["source"], str(r["size"]), r["reason"])
     terminal.stdout().print(table)
+
+
+@quarantine_app.command("retry")
+def quarantine_retry(as_json: bool = JSON_OPTION) -> None:
+    """Try the quarantined mail again (after an upgrade): store what parses now, keep the rest
+    with today's reason. A quarantine row goes once its message is stored."""
+    from bot.cli.ingest import EX_TEMPFAIL
+    from bot.ingest.quarantine_retry import retry
+
+    config = settings()
+    try:
+        summary = retry(open_database(), settings=config.ingest, known_lists=config.lists)
+    except sa.exc.OperationalError as exc:
+        said = (str(exc.orig).strip().splitlines() or [""])[0]
+        raise UserError(f"the database could not take a batch ({said}); what was stored "
+                        "before it is out of the quarantine: run the command again",
+                        exit_code=EX_TEMPFAIL) from None
+    if as_json:
+        emit_json(summary.to_dict())
+        return
+    for line in summary.describe():
+        terminal.stdout().print(line, markup=False, highlight=False)

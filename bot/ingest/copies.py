@@ -99,6 +99,17 @@ def sort_out(session: Session, messages: Iterable[MessageRow]
     return rows, existing, twice
 
 
+def held(session: Session, rows: list[MessageRow]) -> list[bool]:
+    """For each message row, whether the database holds its mail: under its Message-ID as
+    the same mail (`content_key`), or as its copy."""
+    copy_ids = [as_copy(row).msgid for row in rows]
+    msgids = [row.msgid for row in rows] + copy_ids
+    stored = {hit.msgid: content_key(hit)
+              for hit in session.connection().execute(_STORED, {"msgids": msgids})}  # fmt: skip
+    return [stored.get(row.msgid) == content_key(row) or copy_id in stored
+            for row, copy_id in zip(rows, copy_ids, strict=True)]  # fmt: skip
+
+
 def threads_of_claimed(session: Session, copies: list[MessageRow]) -> set[int]:
     """The threads of the mails whose ids `copies` claim: their series are ambiguous now."""
     claimed = {row.claimed_msgid for row in copies}

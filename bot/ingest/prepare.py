@@ -189,8 +189,13 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[s
         return quarantine_row(mail, str(exc))
     except Exception as exc:  # noqa: BLE001 - one bad mail must not stop the batch
         return quarantine_row(
-            mail, f"lorelab failed to parse this mail ({type(exc).__name__}: {exc}); a bug"
+            mail, f"{parser_failure(exc)}; once fixed, `lorelab quarantine retry` stores it"
         )
+
+
+def parser_failure(exc: Exception) -> str:
+    """What to say of a mail the parser failed on with `exc` (not one it refused as no mail)."""
+    return f"lorelab failed to parse this mail ({type(exc).__name__}: {exc}); a bug"
 
 
 Batch = list[RawMail] | MboxSlice | EpochSlice

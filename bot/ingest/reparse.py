@@ -34,7 +34,7 @@ from sqlalchemy.orm import Session
 from bot.db.models import Message, unpack_mail
 from bot.db.session import Database
 from bot.ingest.collector import no_collection
-from bot.ingest.prepare import MessageRow, message_row
+from bot.ingest.prepare import MessageRow, message_row, parser_failure
 from bot.ingest.serial import ingest_transaction
 from bot.mail import UnparseableMessage, parse_message
 from bot.series.assemble import update_series
@@ -162,7 +162,7 @@ def _read_again(row: Any, summary: ReparseSummary) -> MessageRow | None:
     except UnparseableMessage as exc:
         reason = str(exc)
     except Exception as exc:  # noqa: BLE001 - one mail must not stop the walk
-        reason = f"lorelab failed to parse this mail ({type(exc).__name__}: {exc}); a bug"
+        reason = parser_failure(exc)
     summary.unparseable += 1
     if len(summary.unparseable_reasons) < 20:
         summary.unparseable_reasons.append(f"message {row.id}: {reason}")
