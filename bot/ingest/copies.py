@@ -51,9 +51,14 @@ def as_copy(row: MessageRow) -> MessageRow:
     claimed = row.msgid
     digest = hashlib.sha256(repr((claimed, content_key(row))).encode("utf-8", "replace"))
     msgid = f"{digest.hexdigest()[:40]}@{COPY_DOMAIN}"
-    problems = [*orjson.loads(row.problems), f"Message-ID <{claimed[:200]}> is already taken "
-                f"by a different mail; this one is kept as <{msgid}>"]
+    problems = [*orjson.loads(row.problems), copy_note(claimed, msgid)]
     return row._replace(msgid=msgid, claimed_msgid=claimed, problems=json_text(problems))
+
+
+def copy_note(claimed: str, msgid: str) -> str:
+    """The problem a copy's row records: which id it claims, and the id it is kept under."""
+    return (f"Message-ID <{claimed[:200]}> is already taken by a different mail; this one is "
+            f"kept as <{msgid}>")
 
 
 def sort_out(session: Session, messages: Iterable[MessageRow]

@@ -32,8 +32,9 @@ from sqlalchemy import LargeBinary
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, unpack_mail
-from bot.db.session import Database
+from bot.db.session import Database, json_text
 from bot.ingest.collector import no_collection
+from bot.ingest.copies import copy_note
 from bot.ingest.prepare import MessageRow, message_row, parser_failure
 from bot.ingest.serial import ingest_transaction
 from bot.mail import UnparseableMessage, parse_message
@@ -52,7 +53,7 @@ BATCH_SIZE = 1000
 _table = Message.__table__
 _STORED = sa.select(
     _table.c.id, _table.c.thread_id, sa.type_coerce(_table.c.raw, LargeBinary).label("packed"),
-    *(_table.c[name] for name in (*THREADING, *READ)),
+    _table.c.msgid, _table.c.claimed_msgid, *(_table.c[name] for name in (*THREADING, *READ)),
 ).order_by(_table.c.id)  # fmt: skip
 _UPDATE = (
     sa.update(_table)
@@ -158,7 +159,12 @@ def _read_again(row: Any, summary: ReparseSummary) -> MessageRow | None:
     """The row this lorelab makes of the stored mail, or None (counted) if it refuses it."""
     raw = unpack_mail(row.packed)
     try:
-        return message_row(parse_message(raw, recipients=False), raw, compressed=row.packed)
+        read = message_row(parse_message(raw, recipients=False), raw, compressed=row.packed)
+        if row.claimed_msgid is None:
+            return read
+        # A copy (`bot.ingest.copies`) keeps the note of the id it claims and the one it has.
+        problems = [*orjson.loads(read.problems), copy_note(row.claimed_msgid, row.msgid)]
+        return read._replace(problems=json_text(problems))
     except UnparseableMessage as exc:
         reason = str(exc)
     except Exception as exc:  # noqa: BLE001 - one mail must not stop the walk

@@ -99,3 +99,22 @@ def test_what_cannot_be_read_again_or_would_move_is_kept(db, db_url, answered, t
     after = state(db)  # its trailers go where its stored In-Reply-To says: nowhere known
     assert {k: after[k] for k in ("series", "versions", "patches")} == {
         k: expected[k] for k in ("series", "versions", "patches")}
+
+
+def test_a_copy_keeps_its_note(db, db_url, tree, ingest_settings, tmp_path):
+    """A different mail under a taken Message-ID is stored as a copy with a note of the id it
+    claims (`bot.ingest.copies`); read again, it is the same row."""
+    msgs = make_series(tree, SeriesSpec(title="mm: forged", patches=1))
+    forged = with_header(msgs[1], "Subject", "[PATCH 1/1] mm: something else entirely")
+    store(db, [*msgs, forged], ingest_settings)
+    with db.session() as session:
+        before = session.execute(sa.select(Message.msgid, Message.problems)
+                                 .where(Message.claimed_msgid.is_not(None))).one()
+    assert "is already taken by a different mail" in before.problems[-1]
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert (summary["read"], summary["changed"]) == (3, 0)
+    with db.session() as session:
+        after = session.execute(sa.select(Message.msgid, Message.problems)
+                                .where(Message.claimed_msgid.is_not(None))).one()
+    assert after == before
