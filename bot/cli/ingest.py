@@ -76,16 +76,20 @@ def _run(
             raise UserError(str(exc), exit_code=EX_NOINPUT) from None
         except sa.exc.OperationalError as exc:
             # The server went away, or another writer held the database past the timeout.
-            said = (str(exc.orig).strip().splitlines() or [""])[0]
-            raise UserError(f"the database could not store a batch ({said}); the {done} "
-                            "messages read before it are in the database: run the command "
-                            "again to continue", exit_code=EX_TEMPFAIL) from None
+            raise UserError(f"the database could not store a batch ({database_said(exc)}); "
+                            f"the {done} messages read before it are in the database: run the "
+                            "command again to continue", exit_code=EX_TEMPFAIL) from None
         except KeyboardInterrupt:
             # Each batch is committed whole, then counted: what was counted is stored, and a
             # rerun skips it (stored mail is known by its Message-ID).
             raise UserError(f"interrupted after {done} stored; run again to continue",
                             exit_code=EX_INTERRUPTED) from None
     _report(summary, as_json)
+
+
+def database_said(exc: sa.exc.DBAPIError) -> str:
+    """The first line of what the database answered, for a message to the user."""
+    return (str(exc.orig).strip().splitlines() or [""])[0]
 
 
 @contextmanager
@@ -187,9 +191,8 @@ def ingest_reparse(as_json: bool = JSON_OPTION) -> None:
         try:
             summary = reparse(db, on_batch=advance)
         except sa.exc.OperationalError as exc:
-            said = (str(exc.orig).strip().splitlines() or [""])[0]
-            raise UserError(f"the database could not take a batch ({said}); what was read "
-                            "again before it is stored: run the command again",
+            raise UserError(f"the database could not take a batch ({database_said(exc)}); "
+                            "what was read again before it is stored: run the command again",
                             exit_code=EX_TEMPFAIL) from None
         except KeyboardInterrupt:  # the batch in flight is rolled back; those before it stand
             raise UserError("interrupted; the batches read again before it are stored: run "

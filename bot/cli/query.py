@@ -321,16 +321,15 @@ def quarantine_list(as_json: bool = JSON_OPTION) -> None:
 def quarantine_retry(as_json: bool = JSON_OPTION) -> None:
     """Try the quarantined mail again (after an upgrade): store what parses now, keep the rest
     with today's reason. A quarantine row goes once its message is stored."""
-    from bot.cli.ingest import EX_TEMPFAIL
+    from bot.cli.ingest import EX_TEMPFAIL, database_said
     from bot.ingest.quarantine_retry import retry
 
     config = settings()
     try:
         summary = retry(open_database(), settings=config.ingest, known_lists=config.lists)
     except sa.exc.OperationalError as exc:
-        said = (str(exc.orig).strip().splitlines() or [""])[0]
-        raise UserError(f"the database could not take a batch ({said}); what was stored "
-                        "before it is out of the quarantine: run the command again",
+        raise UserError(f"the database could not take a batch ({database_said(exc)}); what "
+                        "was stored before it is out of the quarantine: run the command again",
                         exit_code=EX_TEMPFAIL) from None
     if as_json:
         emit_json(summary.to_dict())
