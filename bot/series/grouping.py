@@ -23,6 +23,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 5. Numbered parts sent with no threading headers at all (`git format-patch` without `--thread`;
    `ThreadIndex` puts them in one thread) are split into postings by `unthreaded`: the cover
    letter of the same author, prefix and hour takes them, and names the posting.
+6. Patches numbered beyond the size of the posting they are sent into, in reply to one of its
+   parts or to a review of it, by its author and of its version, extend it (`[PATCH 4/3]`, or
+   `[PATCH v5 4/4]` after `v5 0/3`): additions, which apply on top (`_join_additions`). A
+   patch of the posting's own numbers sent later stays a posting of its own: mm's
+   `[PATCH v5 3/6] ... (fix)` is a fix-up to fold into 3/6, not its replacement, and a later
+   version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1.
 
 `series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
@@ -80,7 +86,8 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
     return (
         parent.total == patch.total > 1
         and parent.counter != patch.counter
-        and parent.version == patch.version
+        # a patch that forgot `-v` continues its sibling, as it does a cover letter
+        and (parent.version == patch.version or not patch.version_explicit)
     )
 
 
@@ -133,6 +140,7 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
             groups[cover.msgid] = groups[cover.msgid] + group
         else:
             groups[_first_patch(group).msgid] = group
+    _join_additions(groups, by_id)
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     return sorted(postings, key=lambda p: (p.date is None, p.date, p.anchor))
 
@@ -199,6 +207,40 @@ def _cover_for(
         ):
             return cover
     return None
+
+
+def _join_additions(
+    groups: dict[str, list[ThreadMessage]], by_id: dict[str, ThreadMessage]
+) -> None:
+    """Rule 6: a group of patches only, each an addition to the posting its first patch was
+    sent into (the nearest ancestor that is a part of another group, through reviews by
+    References): same author, RESEND flag and version (or none given), numbered beyond the
+    posting's size. The group joins that posting."""
+    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
+    firsts = {anchor: min(group, key=_by_date) for anchor, group in groups.items()}
+    for anchor in sorted(firsts, key=lambda a: _by_date(firsts[a])):
+        group = groups[anchor]
+        into = next((p for p in firsts[anchor].parents() if member_of.get(p, anchor) != anchor),
+                    None)  # fmt: skip
+        if into is None or not all(_adds_to(m, by_id[into]) for m in group):
+            continue
+        target = member_of[into]
+        groups[target] = sorted(groups[target] + group, key=_by_date)
+        del groups[anchor]
+        member_of.update((m.msgid, target) for m in group)
+
+
+def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:
+    """Whether `msg`, sent into the posting that holds `part`, is an addition to it."""
+    return (
+        msg.kind == "patch"
+        and same_author(msg, part)
+        and msg.resend == part.resend
+        and (msg.version == part.version or not msg.version_explicit)
+        and msg.counter > part.total
+        # numbered beyond a single patch's posting only as such: `[PATCH 2/1]`, not `3/4`
+        and (part.total > 1 or msg.total == part.total)
+    )
 
 
 def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> Posting:

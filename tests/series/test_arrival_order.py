@@ -20,7 +20,14 @@ import pytest
 
 from bot.config import IngestSettings
 from bot.db.session import Database
-from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
+from bot.demo.threads import (
+    DEFAULT_POOL,
+    SeriesSpec,
+    make_reply,
+    make_series,
+    make_tree,
+    series_changes,
+)
 from tests.series.mailing import (
     discussion_mail,
     emptied,
@@ -97,6 +104,16 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     hung += [hanging(m, "<r2@example.org>") for m in made(SeriesSpec(
         title="mm/mlock: hung too", patches=1, cover=False, author=BO,
         start_date=day(8) + dt.timedelta(seconds=30)))]
+    # Two days later Bo adds a fifth patch, in reply to a review of the third: pieces grows.
+    pieces_review = reviewed(pieces[2], day(3) + dt.timedelta(hours=2))
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(SeriesSpec(
+        title="mm/compaction: in pieces", patches=4)))
+    (extra,) = made(SeriesSpec(title="unused", patches=1, cover=False, author=BO,
+                               start_date=day(5), changes=(spare,)))
+    extra = with_header(extra.replace(b"[PATCH] ", b"[PATCH 5/4] ", 1), "In-Reply-To",
+                        f"<{msgs_id(pieces_review)}>")
+    extra = with_header(extra, "References",
+                        f"{header(pieces_review, 'References')} <{msgs_id(pieces_review)}>")
     # Sent without threading headers: a thread of their own by author, prefix and hour.
     loose = made(SeriesSpec(title="mm/workingset: loose", patches=3, threading="none",
                             author=BO, start_date=day(7)))
@@ -105,12 +122,13 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
                reviewed(lru1[1], day(0) + dt.timedelta(hours=7)),  # the same trailer again
                reviewed(loose[2], day(7) + dt.timedelta(hours=1)),
                reviewed(fix1[0], day(1) + dt.timedelta(hours=3)),
-               reviewed(pieces[2], day(3) + dt.timedelta(hours=2)),
+               pieces_review,
                reviewed(scan1[2], day(2) + dt.timedelta(hours=4)),
                # References cut to a root of another list and the patch: its thread all the same
                trimmed(reviewed(lru2[2], day(4) + dt.timedelta(hours=2)), "<away@example.org>"),
                trimmed(reviewed(pieces[3], day(3) + dt.timedelta(hours=3)), "<other@example.net>")]
-    mails = lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + hung + loose + reviews
+    mails = (lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + [extra] + hung + loose
+             + reviews)
     return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
                                         msgs_id(m)))
 
@@ -142,6 +160,8 @@ def test_series_do_not_depend_on_batches_or_order_of_arrival(db, traffic):
     assert len(lru[0]) == 2 and lru[5] == "20261102-lru-1"  # v1's change-id: it came first
     assert "mm/vmscan: plan the scan in rounds" in grouped.values()  # v2 under v1's cover
     assert "mm/swap: a fix and a follow-up" in grouped.values()  # not with v1 and v3
+    pieces = next(v for v in whole["versions"] if v[3] == "mm/compaction: in pieces")
+    assert pieces[5:8] == (5, 5, True)  # expected, received, complete: the addition is in it
     assert (GONE.strip("<>"),) in grouped  # the posting sent first is named by it
     assert whole["trailers"]
     arrangements = {

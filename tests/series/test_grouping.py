@@ -57,6 +57,60 @@ def test_a_partial_reroll_replying_patch_by_patch_is_one_posting():
     assert found(v1 + v2) == [(1, "a0", ["a0", "a1", "a2", "a3"]), (2, None, ["b1", "b2", "b3"])]
 
 
+def test_a_patch_that_forgot_its_version_continues_its_sibling():
+    """`[PATCH v3 1/2]`, then `[PATCH 2/2]` in reply to it (the author retyped the subject)."""
+    first = msg("a1", counter=1, total=2, version=3, explicit=True)
+    thread = [first, msg("a2", "a1", counter=2, total=2)]
+    assert found(thread) == [(3, None, ["a1", "a2"])]
+    # A patch that says another version is that version's, as before.
+    other = msg("b2", "a1", counter=2, total=2, version=2, explicit=True)
+    assert found([first, other]) == [(3, None, ["a1"]), (2, None, ["b2"])]
+
+
+def test_additions_sent_later_extend_the_posting():
+    """`[PATCH 4/3]` days later in reply to a review of 3/3 (a deep chain under a message not
+    archived here), and `[PATCH 5/3]` in reply to it; `[PATCH v5 4/4]` in reply to the `v5 0/3`
+    posting's first patch. Each posting grows; patches apply in their numbers' order."""
+    deep = [msg("a1", "gone", counter=1, total=3)]
+    deep += [msg(f"a{i}", f"a{i - 1}", counter=i, total=3, refs=("gone", *(f"a{j}" for j in
+             range(1, i)))) for i in (2, 3)]  # fmt: skip
+    review_path = ("gone", "a1", "a2", "a3", "review-of-a3")  # the review is not a posting part
+    four = msg("a4", "review-of-a3", counter=4, total=3, refs=review_path)
+    five = msg("a5", "a4", counter=5, total=3, refs=(*review_path, "a4"))
+    for thread in (deep + [four, five], [five, four] + deep[::-1]):
+        (posting,) = group_postings(thread)
+        assert (posting.anchor, posting.members, posting.expected) == (
+            "gone", ["a1", "a2", "a3", "a4", "a5"], 5)
+        assert posting.complete
+    v5 = series("b", 3, version=5, explicit=True)
+    later = msg("b4", "b1", counter=4, total=4, version=5, explicit=True)
+    (posting,) = group_postings(v5 + [later])
+    assert (posting.cover, posting.members[1:], posting.expected) == ("b0", ["b1", "b2", "b3",
+                                                                             "b4"], 4)
+
+
+def test_later_patches_that_are_not_additions_stay_postings_of_their_own():
+    v1 = series("a", 3)
+    cases = {
+        # a later version of one patch (a partial reroll) is not v1
+        "v2": msg("v2", "a3", counter=3, total=3, version=2, explicit=True),
+        # mm's fix-up to fold into 3/3 keeps its number: not a replacement of 3/3
+        "fix": msg("fix", "a3", counter=3, total=3),
+        # another person's
+        "rita": msg("rita", "a3", counter=4, total=3, author="rita@example.org", name="Rita"),
+        # another version's addition
+        "v2add": msg("v2add", "a3", counter=4, total=4, version=2, explicit=True),
+    }
+    for name, later in cases.items():
+        assert found(v1 + [later])[0] == (1, "a0", ["a0", "a1", "a2", "a3"]), name
+    # Numbered patches sent into a single patch's posting are not its additions (a series
+    # whose first subjects lost their counters); `[PATCH 2/1]` is.
+    single = msg("s1")
+    assert len(group_postings([single, msg("s3", "s1", counter=3, total=4)])) == 2
+    (posting,) = group_postings([single, msg("s2", "s1", counter=2, total=1)])
+    assert posting.members == ["s1", "s2"]
+
+
 def test_versions_hanging_from_a_missing_cover_letter_stay_apart_in_any_order():
     v1 = series("a", 2)[1:]  # the cover letter a0 never arrived
     v2 = [msg(f"b{i}", "a0", counter=i, total=3, version=2, explicit=True) for i in (1, 2, 3)]

@@ -17,9 +17,17 @@ from collections.abc import Callable
 import pytest
 
 from bot.config import IngestSettings
-from bot.demo.threads import DEFAULT_POOL, SeriesSpec, make_series, make_tree, series_changes
+from bot.demo.threads import (
+    DEFAULT_POOL,
+    SeriesSpec,
+    make_reply,
+    make_series,
+    make_tree,
+    series_changes,
+)
 from tests.series.mailing import (
     all_series,
+    emptied,
     header,
     msgs_id,
     only_series,
@@ -211,3 +219,37 @@ def test_mercurial_style_counters(db, make, ingest_settings):
     s = only_series(db)
     assert [shape(v) for v in s["versions"]] == [(2, msgs_id(msgs[0]), ids(msgs[1:]), True)]
     assert s["title"] == "mm: sent with hg email"
+
+
+def test_a_patch_that_forgot_the_version_continues_its_sibling(db, make, ingest_settings):
+    v3 = make(SeriesSpec(title="memcg: flush stats in the background", patches=2, cover=False,
+                         version=3, threading="deep"))
+    # The author retyped the second subject and left the version out.
+    v3[1] = v3[1].replace(b"[PATCH v3 2/2]", b"[PATCH 2/2]")
+    assert header(v3[1], "Subject").startswith("[PATCH 2/2] ")
+    store(db, v3, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(3, None, ids(v3), True)]
+
+
+def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
+    """`[PATCH 4/3]`, sent days later in reply to a review of 3/3: the series is four patches
+    now (b4 reads it so too), not a second v1 that waits forever for patches 1 to 3."""
+    v1 = make(V1)
+    review = make_reply(v1[3], author=("Rita Reviewer", "rita@example.org"),
+                        body="This leaves the iterator stale.")
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    (addition,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
+                                  start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    addition = with_header(addition.replace(b"[PATCH] ", b"[PATCH 4/3] ", 1),
+                           "In-Reply-To", f"<{msgs_id(review)}>")
+    addition = with_header(addition, "References", " ".join(
+        f"<{msgs_id(m)}>" for m in (v1[0], v1[3], review)))
+    expected = [(1, msgs_id(v1[0]), ids(v1[1:]) + [msgs_id(addition)], True)]
+    for order in ([*v1, review, addition], [addition, review, *v1[::-1]]):
+        emptied(db)
+        for mail in order:  # one delivery at a time
+            store(db, [mail], ingest_settings)
+        s = only_series(db)
+        assert [shape(v) for v in s["versions"]] == expected
+        assert s["versions"][0]["expected"] == 4
