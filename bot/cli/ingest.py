@@ -166,7 +166,7 @@ def ingest_stdin(list_name: str = LIST_OPTION, as_json: bool = JSON_OPTION) -> N
 @ingest_app.command("reparse")
 def ingest_reparse(as_json: bool = JSON_OPTION) -> None:
     """Read the stored mail again with this lorelab's parser (after an upgrade): update the
-    messages it now reads otherwise, and their threads' series.
+    messages it now reads otherwise, and assemble every thread's series again.
 
     Message-IDs and threads stay as stored. Safe to run while mail comes in, and again: a
     second run changes nothing. Stopped, run it again.

@@ -1,4 +1,5 @@
-"""Stored mail read again by this lorelab's parser, after an upgrade changed how it reads mail.
+"""Stored mail read again by this lorelab's parser, and its series assembled again, after an
+upgrade changed how lorelab reads mail or groups it into series.
 
 A message's row keeps what the parser read when the mail came (its kind, subject fields,
 trailers, files) and series are built from those rows. When a newer lorelab reads some mail
@@ -10,8 +11,11 @@ reply made is taken apart, and the trailers go to the patch.
 
 `reparse` walks the stored messages in id order, a batch per transaction (holding the ingest
 lock, as a batch of new mail does: `bot.ingest.serial`), parses each one again from its raw
-mail, updates the rows whose reading changed and assembles the series of their threads again.
-Running it twice changes nothing the second time; stopped, it can be run again from the start.
+mail, updates the rows whose reading changed, and assembles again the series of every thread
+that holds a cover letter or patch among them, changed or not: a newer lorelab may group the
+same rows otherwise (a `[PATCH 4/3]` sent later joins its posting), and assembly stores only
+what differs. Running it twice changes nothing the second time; stopped, it can be run again
+from the start.
 
 The Message-ID and the threading headers stay as stored: the Message-ID is the row's identity
 (a copy's is the one lorelab gave it, `bot.ingest.copies`) and a message's thread was chosen
@@ -125,6 +129,8 @@ def _reparse_batch(session: Session, rows: list[Any], summary: ReparseSummary) -
     no_longer_parts: list[int] = []
     for row in rows:
         summary.read += 1
+        if row.thread_id is not None and row.kind in PART_KINDS:
+            posting_threads.add(row.thread_id)  # grouping may have changed, if not the row
         read = _read_again(row, summary)
         if read is None:
             continue
@@ -146,9 +152,10 @@ def _reparse_batch(session: Session, rows: list[Any], summary: ReparseSummary) -
             posting_threads.add(row.thread_id)
         if row.kind == "patch" and read.kind != "patch":
             no_longer_parts.append(row.id)
-    if not updates:
+    if updates:
+        session.connection().execute(_UPDATE, updates)
+    if not (posting_threads or trailer_threads):
         return
-    session.connection().execute(_UPDATE, updates)
     assembled = update_series(session, posting_threads, trailer_threads, no_longer_parts)
     summary.series_created += assembled.series_created
     summary.series_updated += assembled.series_updated

@@ -1,5 +1,6 @@
-"""`lorelab ingest reparse`: stored mail read again after an upgrade changed how lorelab reads
-it, with the stored rows made as an older lorelab made them."""
+"""`lorelab ingest reparse`: stored mail read again, and its series assembled again, after an
+upgrade changed how lorelab reads it or groups it, with the stored rows made as an older lorelab
+made them."""
 
 from __future__ import annotations
 
@@ -11,9 +12,19 @@ import sqlalchemy as sa
 from bot.db.models import Message, pack_mail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
+from bot.series import grouping
 from bot.series.assemble import update_series
 from tests.cli import Lorelab
-from tests.series.mailing import all_series, header, msgs_id, state, store, with_header
+from tests.series.mailing import (
+    all_series,
+    emptied,
+    header,
+    msgs_id,
+    sent_as_addition,
+    state,
+    store,
+    with_header,
+)
 
 REVIEWER = ("Rita Reviewer", "rita@example.org")
 REVIEWED = "Reviewed-by: Rita Reviewer <rita@example.org>"
@@ -118,3 +129,29 @@ def test_a_copy_keeps_its_note(db, db_url, tree, ingest_settings, tmp_path):
         after = session.execute(sa.select(Message.msgid, Message.problems)
                                 .where(Message.claimed_msgid.is_not(None))).one()
     assert after == before
+
+
+def test_series_grouped_as_an_older_lorelab_did_are_assembled_again(
+    db, db_url, tree, ingest_settings, tmp_path, monkeypatch
+):
+    """No row reads otherwise, but the grouping changed: `[PATCH 4/3]`, sent later in reply to
+    a review, was a version of its own before lorelab took additions into their posting."""
+    msgs = make_series(tree, SeriesSpec(title="mm: grown later", patches=3))
+    review = make_reply(msgs[3], author=REVIEWER, body="This leaves the iterator stale.")
+    (fix,) = make_series(tree, SeriesSpec(title="mm: advance the iterator", patches=1,
+                                          cover=False))
+    mails = [*msgs, review, sent_as_addition(fix, "4/3", review)]
+    store(db, mails, ingest_settings)
+    expected = state(db)
+    emptied(db)
+    with monkeypatch.context() as older:  # this process groups as lorelab did before additions
+        older.setattr(grouping, "_join_additions", lambda groups, by_id: None)
+        store(db, mails, ingest_settings)
+    assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [3, 1]
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert (summary["changed"], summary["series_updated"], summary["versions_removed"]) == (
+        0, 1, 1)
+    assert state(db) == expected
+    (series,) = all_series(db)
+    assert [len(v["patches"]) for v in series["versions"]] == [4]

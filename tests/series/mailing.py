@@ -91,6 +91,15 @@ def send_email(files: list[bytes], start: dt.datetime, domain: str = "example.or
     return sent
 
 
+def sent_as_addition(patch: bytes, number: str, review: bytes) -> bytes:
+    """A single `[PATCH]` sent later as patch `number` ("4/3") of a posting, in reply to a
+    review of it, its References the review's and the review."""
+    patch = with_header(patch.replace(b"[PATCH] ", f"[PATCH {number}] ".encode(), 1),
+                        "In-Reply-To", f"<{msgs_id(review)}>")
+    return with_header(patch, "References",
+                       f"{header(review, 'References')} <{msgs_id(review)}>")
+
+
 def discussion_mail(msgid: str, when: dt.datetime, in_reply_to: str | None = None,
                     references: str | None = None) -> bytes:
     """A plain discussion mail with the threading headers given, as written."""

@@ -33,6 +33,7 @@ from tests.series.mailing import (
     emptied,
     header,
     msgs_id,
+    sent_as_addition,
     state,
     store,
     thread_partition,
@@ -110,10 +111,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
         title="mm/compaction: in pieces", patches=4)))
     (extra,) = made(SeriesSpec(title="unused", patches=1, cover=False, author=BO,
                                start_date=day(5), changes=(spare,)))
-    extra = with_header(extra.replace(b"[PATCH] ", b"[PATCH 5/4] ", 1), "In-Reply-To",
-                        f"<{msgs_id(pieces_review)}>")
-    extra = with_header(extra, "References",
-                        f"{header(pieces_review, 'References')} <{msgs_id(pieces_review)}>")
+    extra = sent_as_addition(extra, "5/4", pieces_review)
     # Sent without threading headers: a thread of their own by author, prefix and hour.
     loose = made(SeriesSpec(title="mm/workingset: loose", patches=3, threading="none",
                             author=BO, start_date=day(7)))

@@ -32,6 +32,7 @@ from tests.series.mailing import (
     msgs_id,
     only_series,
     send_email,
+    sent_as_addition,
     store,
     with_header,
 )
@@ -241,10 +242,7 @@ def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
     spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
     (addition,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
                                   start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
-    addition = with_header(addition.replace(b"[PATCH] ", b"[PATCH 4/3] ", 1),
-                           "In-Reply-To", f"<{msgs_id(review)}>")
-    addition = with_header(addition, "References", " ".join(
-        f"<{msgs_id(m)}>" for m in (v1[0], v1[3], review)))
+    addition = sent_as_addition(addition, "4/3", review)
     expected = [(1, msgs_id(v1[0]), ids(v1[1:]) + [msgs_id(addition)], True)]
     for order in ([*v1, review, addition], [addition, review, *v1[::-1]]):
         emptied(db)
