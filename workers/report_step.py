@@ -119,7 +119,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
 def _failed_patch(version: SeriesVersion, failed: str | None) -> tuple[int, str]:
     """(1-based index, subject) of the patch git am stopped at (its subject as git named it)."""
     text = str(failed)
-    for patch in version.patches:
+    for patch in version.applied_patches:
         if str(patch.index) == text or patch.message.title in text or text in patch.message.subject:
             return patch.index, patch.message.subject
     return 1, text

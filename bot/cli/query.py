@@ -196,10 +196,14 @@ def series_show(
             f"{(v['date'] or '')[:16]}\n  cover: {v['cover_message_id'] or '-'}\n"
             f"  base-commit: {v['base_commit'] or '-'}"
         )
+        if v["reroll_of"] is not None:
+            out.print(f"  a partial reroll of v{v['reroll_of']}: the patches it did not send "
+                      f"again are v{v['reroll_of']}'s", markup=False)
         for note in v["notes"]:
             out.print(f"  [yellow]note:[/] {escape(note)}")
         for p in v["patches"]:
-            out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}", markup=False)
+            sent = f"  (v{p['from_version']})" if p["from_version"] != v["version"] else ""
+            out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}{sent}", markup=False)
             out.print(f"        <{p['message_id']}>  +{p['insertions']} -{p['deletions']}")
             for f in p["files"]:
                 out.print(f"        {f}")

@@ -133,7 +133,7 @@ def own_alternative(message: Message, version: SeriesVersion) -> bool:
 
 
 def _patch_ids(version: SeriesVersion) -> set[str]:
-    return {patch.message.msgid for patch in version.patches}
+    return {patch.message.msgid for patch in version.applied_patches}
 
 
 def follow_up(session: Session, version: SeriesVersion, command: Command, sender: str,

@@ -447,7 +447,7 @@ def find_version(session: Session, message: Message) -> SeriesVersion | None:
 
 def thread_addresses(session: Session, message: Message, version: SeriesVersion) -> set[str]:
     """Who is on the thread: To and Cc of the version's postings and of the mail answered."""
-    messages = [patch.message for patch in version.patches]
+    messages = [patch.message for patch in version.applied_patches]
     if version.cover is not None:
         messages.append(version.cover)
     if message.in_reply_to:

@@ -265,18 +265,40 @@ class SeriesVersion(Base):
     # Different mails share one of its Message-IDs: the notes say which and what was chosen;
     # when nothing tells the copies apart the version also counts as incomplete (not tested).
     ambiguous: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # A partial reroll (bot.series.rerolls): the version whose patches stand for the numbers
+    # this one did not send again. Indexed: deleting a version looks up who links to it.
+    reroll_of_id: Mapped[int | None] = mapped_column(
+        ForeignKey("series_versions.id", ondelete="SET NULL"), index=True
+    )
 
     series: Mapped[Series] = relationship(back_populates="versions")
     cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])
     patches: Mapped[list[Patch]] = relationship(
         back_populates="version", order_by="Patch.index", cascade="all, delete-orphan"
     )
+    reroll_of: Mapped[SeriesVersion | None] = relationship(
+        remote_side=[id], foreign_keys=[reroll_of_id]
+    )
+
+    @property
+    def applied_patches(self) -> list[Patch]:
+        """The patches a test of this version applies, in order: its own, and for a partial
+        reroll the earlier versions' for the numbers it did not send again (b4 reads it so)."""
+        by_index = {p.index: p for p in self.patches}
+        seen = {self.id}
+        base = self.reroll_of
+        while base is not None and base.id not in seen:
+            seen.add(base.id)
+            for patch in base.patches:
+                by_index.setdefault(patch.index, patch)
+            base = base.reroll_of
+        return [by_index[i] for i in sorted(by_index) if i <= self.expected]
 
     @property
     def touched_files(self) -> list[str]:
         """Every path the version's patches touch (both names of a rename), in patch order."""
         paths: dict[str, None] = {}
-        for patch in self.patches:
+        for patch in self.applied_patches:
             for change in patch.message.files or ():
                 for key in ("old_path", "path"):
                     if change.get(key):

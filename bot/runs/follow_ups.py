@@ -145,7 +145,7 @@ def alternatives(session: Session, version: SeriesVersion) -> tuple[str, ...]:
     other than its author sent in answer to one of its patches (at any depth below it)."""
     if version.thread_id is None:
         return ()
-    patches = {patch.message.msgid for patch in version.patches}
+    patches = {patch.message.msgid for patch in version.applied_patches}
     author = version.author_email.strip().lower()
     found = []
     for message in session.scalars(

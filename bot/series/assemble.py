@@ -28,6 +28,7 @@ from bot.series import membership, records
 from bot.series.grouping import Posting, group_postings
 from bot.series.parts import thread_message
 from bot.series.records import SeriesRecord, VersionRecord, title_key
+from bot.series.rerolls import link_rerolls
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
 from bot.series.trailers import attribute_trailers
 
@@ -245,6 +246,7 @@ def update_series(
                 _remove_patch(holder, message_id, known)
         touched += known.regroup(conn, rows, set(by_thread))
         records.write(conn, known.all_series(), known.all_versions())
+        link_rerolls(conn, by_thread)
         result.versions_removed = sum(v.removed and v.id is not None for v in known.all_versions())
     trailer_versions = {v.id for v in touched if v.id is not None and not v.removed}
     if trailer_threads := set(trailer_threads):

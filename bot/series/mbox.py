@@ -39,7 +39,7 @@ def _b4_setup() -> None:
 def _posting_messages(session: Session, version: SeriesVersion) -> list[bytes]:
     thread_ids = {
         v.thread_id for v in version.series.versions if v.version <= version.version and v.thread_id
-    } | {p.message.thread_id for p in version.patches}  # unthreaded postings span threads
+    } | {p.message.thread_id for p in version.applied_patches}  # unthreaded postings span threads
     rows = session.scalars(
         sa.select(Message.raw).where(Message.thread_id.in_(thread_ids)).order_by(Message.id)
     )
@@ -67,12 +67,24 @@ def am_ready_mbox(session: Session, version: SeriesVersion) -> bytes:
         series = mailbox.get_series(revision=revision, codereview_trailers=False)
         if series is None:
             raise MboxError(f"b4 found no series v{revision} in the stored messages")
+        _same_patches(version, [p.msgid if p else None for p in series.patches[1:]])
         messages = series.get_am_ready(allowbadchars=True, addlink=False)
     except SystemExit as exc:
         raise MboxError(f"b4 gave up on this series (exit {exc.code})") from None
     out = io.BytesIO()
     b4.save_git_am_mbox(messages, out)
     return out.getvalue()
+
+
+def _same_patches(version: SeriesVersion, b4_msgids: list[str | None]) -> None:
+    """Refuse an mbox of other patches than lorelab lists for the version: its replies say
+    which patches were tested. A partial reroll is where the two could part (b4 reconstitutes
+    it from the stored threads, lorelab from its link, `bot.series.rerolls`)."""
+    ours = [p.message.msgid for p in version.applied_patches]
+    if b4_msgids != ours:
+        theirs = ", ".join(f"{i}: <{m}>" for i, m in enumerate(b4_msgids, 1)) or "none"
+        raise MboxError(f"b4 reads v{version.version} as other patches than lorelab lists "
+                        f"({theirs}); not applied, as a reply would name the wrong patches")
 
 
 def _b4_revision(mailbox: b4.LoreMailbox, wanted: set[str]) -> int:

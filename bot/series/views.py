@@ -100,6 +100,9 @@ def patch_dict(patch: Patch, with_trailers: bool = True) -> dict[str, Any]:
 
 
 def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str, Any]:
+    # A partial reroll's patches are its own and, for the numbers it did not send again, those
+    # of the version it rerolls (what a test applies); any other version's are its own.
+    applied = version.applied_patches if version.reroll_of_id else version.patches
     out: dict[str, Any] = {
         "id": version.id,
         "version": version.version,
@@ -108,8 +111,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
         "received": version.received,
         "complete": version.complete,
         "missing": [
-            i for i in range(1, version.expected + 1) if i not in {p.index for p in version.patches}
+            i for i in range(1, version.expected + 1) if i not in {p.index for p in applied}
         ],
+        "reroll_of": version.reroll_of.version if version.reroll_of is not None else None,
         "cover_message_id": version.cover.msgid if version.cover else None,
         "anchor_message_id": version.anchor_msgid,
         "base_commit": version.base_commit,
@@ -122,7 +126,7 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
         "url": LORE + (version.cover.msgid if version.cover else version.anchor_msgid),
     }
     if with_patches:
-        out["patches"] = [patch_dict(p) for p in version.patches]
+        out["patches"] = [{**patch_dict(p), "from_version": p.version.version} for p in applied]
     return out
 
 

@@ -25,6 +25,7 @@ from bot.demo.threads import (
     make_tree,
     series_changes,
 )
+from tests.cli import Lorelab
 from tests.series.mailing import (
     all_series,
     emptied,
@@ -251,3 +252,48 @@ def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
         s = only_series(db)
         assert [shape(v) for v in s["versions"]] == expected
         assert s["versions"][0]["expected"] == 4
+
+
+def reroll_of(make: Make, earlier: list[bytes], number: int, version: int) -> bytes:
+    """`[PATCH vN i/3]` alone, in reply to the patch `i/3` it replaces (b4's partial reroll)."""
+    change = series_changes(V1)[number - 1]
+    for _ in range(version - 1):
+        change = change.revised()
+    (patch,) = make(SeriesSpec(title="unused", patches=1, cover=False, version=version,
+                               changes=(change,), in_reply_to=f"<{msgs_id(earlier[number])}>"))
+    subject = f"[PATCH v{version} {number}/3] ".encode()
+    return patch.replace(f"[PATCH v{version}] ".encode(), subject, 1)
+
+
+def test_a_partial_reroll_takes_the_other_patches_from_the_version_before(
+    db, db_url, make, ingest_settings, tmp_path
+):
+    """v2 re-sends patch 2 alone in reply to v1's 2/3, v3 patch 2 again in reply to v2's: each is
+    the whole series, as b4 reads it (nvdimm's maintainers send series so), so each is complete
+    and tested with v1's other patches, and `series mbox` gives b4's am-ready mbox of them."""
+    v1 = make(V1)
+    v2 = [reroll_of(make, v1, 2, 2)]
+    v3 = [reroll_of(make, [b""] * 2 + v2, 2, 3)]
+    assert header(v3[0], "Subject").startswith("[PATCH v3 2/3] ")
+
+    def applied(version: dict) -> list[tuple[str, int]]:
+        return [(p["message_id"], p["from_version"]) for p in version["patches"]]
+
+    for order in ([*v1, *v2, *v3], [*v3, *v2, *v1[::-1]]):
+        emptied(db)
+        for mail in order:
+            store(db, [mail], ingest_settings)
+        s = only_series(db)
+        assert [(v["version"], v["complete"], v["reroll_of"], v["received"]) for v in
+                s["versions"]] == [(1, True, None, 3), (2, True, 1, 1), (3, True, 2, 1)]
+        assert applied(s["versions"][1]) == [(msgs_id(v1[1]), 1), (msgs_id(v2[0]), 2),
+                                             (msgs_id(v1[3]), 1)]
+        assert applied(s["versions"][2]) == [(msgs_id(v1[1]), 1), (msgs_id(v3[0]), 3),
+                                             (msgs_id(v1[3]), 1)]
+
+    lorelab = Lorelab(tmp_path, db_url)
+    mbox = lorelab.run("series", "mbox", str(s["id"]), "--version", "3").stdout.decode()
+    subjects = [line for line in mbox.splitlines() if line.startswith("Subject: ")]
+    assert len(subjects) == 3 and "[PATCH v3 2/3]" in subjects[1], subjects
+    shown = lorelab.run("series", "show", str(s["id"])).stdout.decode()
+    assert "a partial reroll of v2" in shown and "(v1)" in shown

@@ -101,7 +101,7 @@ def _apply_alternative(db: Database, settings: Settings, step_id: int) -> StepEn
         version = session.get(SeriesVersion, run.series_version_id)
         assert version is not None
         alternative = _read_alternative(session, version, (run.options or {}).get("alternative"))
-        patches = len(version.patches)
+        patches = len(version.applied_patches)
         base, patched, run_id, tree_name = run.base_commit, run.patched_commit, run.id, run.tree
     try:
         tree = find_tree(settings, tree_name)
@@ -167,7 +167,7 @@ def _read_alternative(session: sa.orm.Session, version: SeriesVersion,
     diff = parse_message(bytes(message.raw)).diff
     if not diff:
         raise StepFailed(f"no alternative: no diff found in <{msgid}>")
-    patches = {p.message.msgid: p.index for p in version.patches}
+    patches = {p.message.msgid: p.index for p in version.applied_patches}
     thread = {*patches, version.anchor_msgid.strip("<>")}
     if version.cover is not None:
         thread.add(version.cover.msgid)

@@ -1,0 +1,147 @@
+"""Partial rerolls: a version that sends again only the patches that changed, each in reply to
+the patch it replaces (`[PATCH v4 2/8]` alone, in reply to v3's 2/8), and means the version
+before it for the rest. nvdimm and mm maintainers send them; b4 reads them so
+(`LoreMailbox.partial_reroll`), and b4 is what makes the mbox a run applies (`bot.series.mbox`).
+
+So lorelab reads them by b4's rule, for what it says it tested to be what b4 applies: a version
+v > 1 that lacks some of its numbers, each of whose patches replies, directly or up a chain of
+replies, to a message of the same number and size, takes the numbers it lacks from version v - 1
+of its series or its thread (the newest such posting, itself perhaps a reroll; b4 looks in the
+thread, and a reroll retitled by its first patch may be filed as a series of its own). The link
+is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
+number, and `SeriesVersion.applied_patches` lists what a test applies.
+
+`choose_bases` decides on plain values; `link_rerolls` reads them for the threads assembly just
+stored and writes what changed, in the batch's transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from bot.db.models import Message, Patch, SeriesVersion
+from bot.db.value_lists import in_param
+from bot.series.shared_ids import unresolved
+
+_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
+_MAX_CHAIN = 50  # replies walked up from a patch: a reference loop must not hang assembly
+
+
+@dataclass
+class VersionFacts:
+    """What the rule reads of one stored version."""
+
+    id: int
+    series_id: int
+    thread_id: int | None
+    version: int
+    expected: int
+    date: dt.datetime | None
+    unresolved: bool  # a Message-ID shared by other mails, unresolved: as good as missing
+    indexes: set[int] = field(default_factory=set)  # its own patches' numbers
+    replies: list[bool] = field(default_factory=list)  # each own patch: answers its number
+
+    @property
+    def whole(self) -> bool:
+        return self.indexes >= set(range(1, self.expected + 1))
+
+
+def answers_its_number(
+    parent: str | None, counter: int, total: int,
+    messages: Mapping[str, tuple[str | None, int, int]],
+) -> bool:  # fmt: skip
+    """Whether a patch `counter`/`total` sent in reply to `parent` re-sends a patch of its number:
+    the parent, or a message up its chain of replies, is numbered the same (`messages`: msgid ->
+    In-Reply-To, counter, total)."""
+    for _ in range(_MAX_CHAIN):
+        if parent is None or parent not in messages:
+            return False
+        up, parent_counter, parent_total = messages[parent]
+        if (parent_counter, parent_total) == (counter, total):
+            return True
+        parent = up
+    return False
+
+
+def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None, bool]]:
+    """For each version: (the version it rerolls or None, complete)."""
+    ordered = sorted(versions, key=lambda v: (v.version, v.date or _NO_DATE, v.id))
+    out: dict[int, tuple[int | None, bool]] = {}
+    covered: dict[int, set[int]] = {}  # the numbers a test of each version applies
+    for v in ordered:
+        base = None
+        if v.version > 1 and not v.whole and v.replies and all(v.replies):
+            earlier = [b for b in ordered if b.version == v.version - 1 and (
+                b.series_id == v.series_id
+                or (v.thread_id is not None and b.thread_id == v.thread_id))]
+            base = earlier[-1] if earlier else None
+        covered[v.id] = v.indexes | (covered[base.id] if base else set())
+        complete = not v.unresolved and covered[v.id] >= set(range(1, v.expected + 1))
+        out[v.id] = (base.id if base else None, complete)
+    return out
+
+
+_LATER_VERSIONS_OF_THREADS = sa.select(SeriesVersion.series_id).where(
+    in_param(SeriesVersion.thread_id, "threads"), SeriesVersion.version > 1
+)
+_FACTS = (
+    SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.thread_id, SeriesVersion.version,
+    SeriesVersion.expected, SeriesVersion.date, SeriesVersion.notes, SeriesVersion.complete,
+    SeriesVersion.reroll_of_id,
+)  # fmt: skip
+_VERSIONS_OF_SERIES = sa.select(*_FACTS).where(in_param(SeriesVersion.series_id, "series"))
+_VERSIONS_OF_THREADS = sa.select(*_FACTS).where(in_param(SeriesVersion.thread_id, "threads"))
+_OWN_PATCHES = (
+    sa.select(Patch.series_version_id, Patch.index, Message.in_reply_to, Message.counter,
+              Message.total)
+    .join(Message, Message.id == Patch.message_id)
+    .where(in_param(Patch.series_version_id, "versions"))
+)  # fmt: skip
+_THREAD_MESSAGES = sa.select(
+    Message.msgid, Message.in_reply_to, Message.counter, Message.total
+).where(in_param(Message.thread_id, "threads"))
+_LINK = (
+    sa.update(SeriesVersion)
+    .where(SeriesVersion.id == sa.bindparam("version_id"))
+    .values(reroll_of_id=sa.bindparam("base_id"), complete=sa.bindparam("is_complete"))
+)
+
+
+def link_rerolls(conn: sa.Connection, thread_ids: Iterable[int]) -> None:
+    """Link the partial rerolls among the versions of these threads' series, and store which of
+    them are complete with what they take. One query for threads that hold no version past v1,
+    which is most; the messages of a thread are read only for its incomplete later versions."""
+    threads = list(set(thread_ids))
+    series_ids = set(conn.scalars(_LATER_VERSIONS_OF_THREADS, {"threads": threads}))
+    if not series_ids:
+        return
+    rows = list({r.id: r for r in [
+        *conn.execute(_VERSIONS_OF_SERIES, {"series": list(series_ids)}),
+        *conn.execute(_VERSIONS_OF_THREADS, {"threads": threads}),
+    ]}.values())  # fmt: skip
+    facts = {r.id: VersionFacts(r.id, r.series_id, r.thread_id, r.version, r.expected, r.date,
+                                unresolved(r.notes or ())) for r in rows}  # fmt: skip
+    own = conn.execute(_OWN_PATCHES, {"versions": list(facts)}).all()
+    for patch in own:
+        facts[patch.series_version_id].indexes.add(patch.index)
+    asked = {r.id: r.thread_id for r in rows
+             if r.version > 1 and r.thread_id is not None and not facts[r.id].whole}
+    if asked:
+        messages = {m.msgid: (m.in_reply_to, m.counter, m.total) for m in
+                    conn.execute(_THREAD_MESSAGES, {"threads": list(set(asked.values()))})}
+        for patch in own:
+            if patch.series_version_id in asked:
+                facts[patch.series_version_id].replies.append(answers_its_number(
+                    patch.in_reply_to, patch.counter, patch.total, messages))
+    stored = {r.id: (r.reroll_of_id, r.complete) for r in rows}
+    # Only rerolls, and versions that were: assembly decides every other version's completeness.
+    changes = [{"version_id": vid, "base_id": base, "is_complete": complete}
+               for vid, (base, complete) in choose_bases(facts.values()).items()
+               if (base is not None or stored[vid][0] is not None)
+               and stored[vid] != (base, complete)]  # fmt: skip
+    if changes:
+        conn.execute(_LINK, changes)

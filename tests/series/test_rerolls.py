@@ -1,0 +1,54 @@
+"""Partial rerolls decided on plain values (no database): b4's rule, and what it takes."""
+
+from __future__ import annotations
+
+from bot.series.rerolls import VersionFacts, answers_its_number, choose_bases
+
+
+def facts(vid: int, version: int, indexes: set[int], expected: int = 8, *, series: int = 1,
+          thread: int | None = 1, replies: list[bool] | None = None) -> VersionFacts:
+    return VersionFacts(vid, series, thread, version, expected, None, unresolved=False,
+                        indexes=set(indexes),
+                        replies=[True] * len(indexes) if replies is None else replies)
+
+
+def test_a_reroll_takes_the_rest_from_the_version_before_it_and_so_on():
+    """Dan Williams' device_lock() series on nvdimm: v3 8/8, then v4 2/8 and 8/8, v5 2/8, v6
+    2/8, each patch in reply to the one it replaces."""
+    v3, v4 = facts(3, 3, set(range(1, 9)), replies=[]), facts(4, 4, {2, 8})
+    v5, v6 = facts(5, 5, {2}), facts(6, 6, {2})
+    assert choose_bases([v6, v4, v3, v5]) == {
+        3: (None, True), 4: (3, True), 5: (4, True), 6: (5, True)}
+
+
+def test_what_is_not_a_reroll():
+    v1 = facts(1, 1, {1, 2, 3}, expected=3, replies=[])
+    cases = {
+        # a patch that answers no patch of its number: a posting still missing some
+        "not in reply": facts(2, 2, {2, 3}, expected=3, replies=[True, False]),
+        # no version before it
+        "v3 after v1": facts(2, 3, {2}, expected=3),
+        # another series in another thread
+        "elsewhere": facts(2, 2, {2}, expected=3, series=2, thread=2),
+    }
+    for name, v2 in cases.items():
+        assert choose_bases([v1, v2])[2] == (None, False), name
+    # A reroll of an incomplete version is a reroll, and incomplete.
+    partial_v1 = facts(1, 1, {1, 2}, expected=3, replies=[])
+    assert choose_bases([partial_v1, facts(2, 2, {2}, expected=3)])[2] == (1, False)
+    # Filed as a series of its own (retitled by its patch) but in the thread: b4 takes it.
+    assert choose_bases([v1, facts(2, 2, {2}, expected=3, series=2)])[2] == (1, True)
+
+
+def test_a_patch_answers_its_number_up_a_chain_of_replies():
+    messages = {
+        "v1-2": (None, 2, 3),
+        "review": ("v1-2", 2, 3),  # "Re: [PATCH 2/3]" keeps the number
+        "aside": ("review", 1, 1),  # a reply that changed the subject
+        "loop-a": ("loop-b", 1, 1), "loop-b": ("loop-a", 1, 1),
+    }  # fmt: skip
+    assert answers_its_number("v1-2", 2, 3, messages)
+    assert answers_its_number("aside", 2, 3, messages)
+    assert not answers_its_number("v1-2", 1, 3, messages)
+    assert not answers_its_number("gone", 2, 3, messages)
+    assert not answers_its_number("loop-a", 2, 3, messages)
