@@ -5,7 +5,8 @@ before it for the rest. nvdimm and mm maintainers send them; b4 reads them so
 
 So lorelab reads them by b4's rule, for what it says it tested to be what b4 applies: a version
 v > 1 that lacks some of its numbers, each of whose patches replies, directly or up a chain of
-replies, to a message of the same number and size, takes the numbers it lacks from version v - 1
+replies, to a message of the same number and size, and that is the only posting of version v
+(b4 reads two postings of one version as one), takes the numbers it lacks from version v - 1
 of its series or its thread (the newest such posting, itself perhaps a reroll; b4 looks in the
 thread, and a reroll retitled by its first patch may be filed as a series of its own). The link
 is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
@@ -75,10 +76,12 @@ def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None
     for v in ordered:
         base = None
         if v.version > 1 and not v.whole and v.replies and all(v.replies):
-            earlier = [b for b in ordered if b.version == v.version - 1 and (
-                b.series_id == v.series_id
-                or (v.thread_id is not None and b.thread_id == v.thread_id))]
-            base = earlier[-1] if earlier else None
+            kin = [b for b in ordered if b.id != v.id and _related(b, v)]
+            earlier = [b for b in kin if b.version == v.version - 1]
+            # Another posting of its own version (mm's `[PATCH v8 3/6] ... (fix)` beside v8, a
+            # `v5 update 29/32`): b4 reads the two as one revision, and this one as no reroll.
+            if earlier and not any(b.version == v.version for b in kin):
+                base = earlier[-1]
         covered[v.id] = v.indexes | (covered[base.id] if base else set())
         complete = not v.unresolved and covered[v.id] >= set(range(1, v.expected + 1))
         out[v.id] = (base.id if base else None, complete)
@@ -93,6 +96,11 @@ _FACTS = (
     SeriesVersion.expected, SeriesVersion.date, SeriesVersion.notes, SeriesVersion.complete,
     SeriesVersion.reroll_of_id,
 )  # fmt: skip
+def _related(a: VersionFacts, b: VersionFacts) -> bool:
+    """Versions of one series, or of one thread (where b4 looks)."""
+    return a.series_id == b.series_id or (a.thread_id is not None and a.thread_id == b.thread_id)
+
+
 _VERSIONS_OF_SERIES = sa.select(*_FACTS).where(in_param(SeriesVersion.series_id, "series"))
 _VERSIONS_OF_THREADS = sa.select(*_FACTS).where(in_param(SeriesVersion.thread_id, "threads"))
 _OWN_PATCHES = (

@@ -33,6 +33,10 @@ def test_what_is_not_a_reroll():
     }
     for name, v2 in cases.items():
         assert choose_bases([v1, v2])[2] == (None, False), name
+    # mm's fix-up to fold into v2's 2/3, sent in reply to it beside v2: a second posting of v2
+    # (b4 reads the two as one revision), not a reroll of v1.
+    v2 = facts(3, 2, {1, 2, 3}, expected=3, replies=[])
+    assert choose_bases([v1, v2, facts(2, 2, {2}, expected=3)])[2] == (None, False)
     # A reroll of an incomplete version is a reroll, and incomplete.
     partial_v1 = facts(1, 1, {1, 2}, expected=3, replies=[])
     assert choose_bases([partial_v1, facts(2, 2, {2}, expected=3)])[2] == (1, False)
