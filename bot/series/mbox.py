@@ -67,7 +67,7 @@ def am_ready_mbox(session: Session, version: SeriesVersion) -> bytes:
         series = mailbox.get_series(revision=revision, codereview_trailers=False)
         if series is None:
             raise MboxError(f"b4 found no series v{revision} in the stored messages")
-        _same_patches(version, [p.msgid if p else None for p in series.patches[1:]])
+        _align(series, mailbox, version)
         messages = series.get_am_ready(allowbadchars=True, addlink=False)
     except SystemExit as exc:
         raise MboxError(f"b4 gave up on this series (exit {exc.code})") from None
@@ -76,15 +76,21 @@ def am_ready_mbox(session: Session, version: SeriesVersion) -> bytes:
     return out.getvalue()
 
 
-def _same_patches(version: SeriesVersion, b4_msgids: list[str | None]) -> None:
-    """Refuse an mbox of other patches than lorelab lists for the version: its replies say
-    which patches were tested. A partial reroll is where the two could part (b4 reconstitutes
-    it from the stored threads, lorelab from its link, `bot.series.rerolls`)."""
+def _align(series: b4.LoreSeries, mailbox: b4.LoreMailbox, version: SeriesVersion) -> None:
+    """Make b4's series the patches lorelab lists for the version, which its replies name as
+    tested: where b4 reads the thread otherwise (of two patches numbered alike, a `(fix)` to
+    fold in and the patch, b4 may take the fix), lorelab's choice stands, with b4's trailers
+    and am-ready rules. A partial reroll is read alike by both (`bot.series.rerolls`)."""
     ours = [p.message.msgid for p in version.applied_patches]
-    if b4_msgids != ours:
-        theirs = ", ".join(f"{i}: <{m}>" for i, m in enumerate(b4_msgids, 1)) or "none"
-        raise MboxError(f"b4 reads v{version.version} as other patches than lorelab lists "
-                        f"({theirs}); not applied, as a reply would name the wrong patches")
+    if [p.msgid if p is not None else None for p in series.patches[1:]] == ours:
+        return
+    unknown = [m for m in ours if m not in mailbox.msgid_map]
+    if unknown:
+        raise MboxError(f"b4 does not have patches <{unknown[0]}> of v{version.version} among "
+                        "the stored messages; not applied")
+    series.patches = [series.patches[0], *(mailbox.msgid_map[m] for m in ours)]
+    series.expected = len(ours)
+    series.complete = True
 
 
 def _b4_revision(mailbox: b4.LoreMailbox, wanted: set[str]) -> int:

@@ -15,8 +15,10 @@ import random
 from collections.abc import Callable
 
 import pytest
+import sqlalchemy as sa
 
 from bot.config import IngestSettings
+from bot.db.models import SeriesVersion
 from bot.demo.threads import (
     DEFAULT_POOL,
     SeriesSpec,
@@ -25,6 +27,7 @@ from bot.demo.threads import (
     make_tree,
     series_changes,
 )
+from bot.series.mbox import am_ready_mbox
 from tests.cli import Lorelab
 from tests.series.mailing import (
     all_series,
@@ -297,3 +300,26 @@ def test_a_partial_reroll_takes_the_other_patches_from_the_version_before(
     assert len(subjects) == 3 and "[PATCH v3 2/3]" in subjects[1], subjects
     shown = lorelab.run("series", "show", str(s["id"])).stdout.decode()
     assert "a partial reroll of v2" in shown and "(v1)" in shown
+
+
+def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
+    db, make, ingest_settings
+):
+    """mm's fix-up, `[PATCH 2/3] ... (fix)` in reply to 2/3, is to fold into 2/3: lorelab keeps
+    v1's three patches and the fix apart. The mbox a run applies holds what lorelab lists (and
+    its replies name), whichever of the two b4 would take."""
+    v1 = make(V1)
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    (fix,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
+                             in_reply_to=f"<{msgs_id(v1[2])}>",
+                             start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    title = header(v1[2], "Subject").split("] ", 1)[1]
+    fix = with_header(fix, "Subject", f"[PATCH 2/3] {title} (fix)")
+    store(db, [*v1, fix], ingest_settings)
+    with db.session() as session:
+        (version,) = session.scalars(sa.select(SeriesVersion).where(
+            SeriesVersion.complete.is_(True)))
+        assert [p.message.msgid for p in version.applied_patches] == ids(v1[1:])
+        mbox = " ".join(am_ready_mbox(session, version).decode().split())  # headers unfolded
+    assert mbox.count("Subject: [PATCH") == 3
+    assert f"Subject: [PATCH 2/3] {title}" in mbox and "(fix)" not in mbox
