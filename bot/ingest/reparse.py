@@ -148,7 +148,7 @@ def _reparse_batch(session: Session, rows: list[Any], summary: ReparseSummary) -
         if row.thread_id is None:
             continue
         trailer_threads.add(row.thread_id)
-        if row.kind in PART_KINDS or read.kind in PART_KINDS:
+        if read.kind in PART_KINDS:  # stored as a part, its thread is in already
             posting_threads.add(row.thread_id)
         if row.kind == "patch" and read.kind != "patch":
             no_longer_parts.append(row.id)

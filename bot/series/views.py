@@ -102,7 +102,7 @@ def patch_dict(patch: Patch, with_trailers: bool = True) -> dict[str, Any]:
 def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str, Any]:
     # A partial reroll's patches are its own and, for the numbers it did not send again, those
     # of the version it rerolls (what a test applies); any other version's are its own.
-    applied = version.applied_patches if version.reroll_of_id else version.patches
+    applied = version.applied_patches
     out: dict[str, Any] = {
         "id": version.id,
         "version": version.version,
