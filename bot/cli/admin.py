@@ -16,6 +16,7 @@ from bot.db.session import (
     newer_schema,
     upgrade,
 )
+from bot.ingest.rules_edition import RULES_EDITION, reparse_advice, stored_edition
 
 db_app = typer.Typer(help="The database schema (Alembic migrations).")
 
@@ -50,7 +51,12 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) 
         raise UserError(f"the database has schema {current}, made by a newer lorelab (this one "
                         f"knows up to {SCHEMA_HEAD}): nothing to upgrade; use that lorelab")
     upgrade(db.engine, revision)
-    console.print(f"database schema at {current_revision(db.engine)}")
+    now = current_revision(db.engine)
+    console.print(f"database schema at {now}")
+    if now == SCHEMA_HEAD:
+        with db.engine.connect() as conn:
+            if advice := reparse_advice(stored_edition(conn)):
+                console.print(f"note: {advice}", markup=False, highlight=False)
 
 
 @db_app.command("downgrade")
@@ -65,16 +71,28 @@ def db_downgrade(
 
 @db_app.command("current")
 def db_current(as_json: bool = typer.Option(False, "--json")) -> None:
-    """The schema revision of the database and the one this lorelab needs."""
+    """The schema revision of the database and the one this lorelab needs; the rules edition
+    its stored mail was read by and this lorelab's (`lorelab ingest reparse` brings it up)."""
     db = _database()
+    current = current_revision(db.engine)
+    stored = None
+    if current == SCHEMA_HEAD:
+        with db.engine.connect() as conn:
+            stored = stored_edition(conn)
     data = {
         "url": db.engine.url.render_as_string(hide_password=True),
-        "current": current_revision(db.engine),
+        "current": current,
         "head": SCHEMA_HEAD,
+        "rules_edition": stored,
+        "rules_edition_head": RULES_EDITION,
+        "reparse_needed": reparse_advice(stored) is not None,
     }
     if as_json:
         emit_json(data)
-    else:
-        console.print(
-            f"{data['url']}: schema {data['current'] or 'none'} (this lorelab: {data['head']})"
-        )
+        return
+    console.print(f"{data['url']}: schema {current or 'none'} (this lorelab: {SCHEMA_HEAD})")
+    if current == SCHEMA_HEAD:
+        read = "none, no mail stored yet" if stored is None else str(stored)
+        console.print(f"rules edition of the stored mail: {read} (this lorelab: {RULES_EDITION})")
+    if advice := reparse_advice(stored):
+        console.print(f"note: {advice}", markup=False, highlight=False)

@@ -33,6 +33,15 @@ def _logging() -> None:
     logging.getLogger("bot").setLevel(logging.INFO)
 
 
+def _advise_reparse(db: Database) -> None:
+    """Say, at the start of a long-running command, that stored mail waits for a reparse."""
+    from bot.ingest.rules_edition import reparse_advice, stored_edition
+
+    with db.engine.connect() as conn:
+        if advice := reparse_advice(stored_edition(conn)):
+            logging.getLogger("bot.ingest").warning(advice)
+
+
 LIST_OPTION = typer.Option(None, "--list", "-l", help="The list these messages are filed under.")
 JSON_OPTION = typer.Option(False, "--json", help="Print each poll's summary as JSON.")
 
@@ -44,6 +53,7 @@ def _poll_loop(
 
     cfg = settings()
     db = open_database()
+    _advise_reparse(db)
     stop = threading.Event()
     stop_on_signals(stop)
     while True:
@@ -141,6 +151,7 @@ def run_service(
     if not cfg.sources:
         raise UserError("no [[sources]] in the configuration; see `lorelab init`", exit_code=78)
     db = open_database()
+    _advise_reparse(db)
     stop = threading.Event()
     stop_on_signals(stop)
     # Runs committed but never sent to the workers (a crash in between) go out now.

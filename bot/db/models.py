@@ -395,6 +395,16 @@ class IngestSkip(Base):
     detected_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
+class RulesEdition(Base):
+    """The edition of lorelab's rules for reading mail that the oldest stored rows were made
+    with (`bot.ingest.rules_edition`); one row, none while no mail is stored."""
+
+    __tablename__ = "rules_edition"
+
+    id: Mapped[int] = mapped_column(primary_key=True)  # always 1
+    edition: Mapped[int] = mapped_column(Integer)
+
+
 class QuarantinedMail(Base):
     """Input that could not be stored as a message, kept with the reason."""
 

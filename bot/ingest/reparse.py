@@ -15,7 +15,8 @@ mail, updates the rows whose reading changed, and assembles again the series of 
 that holds a cover letter or patch among them, changed or not: a newer lorelab may group the
 same rows otherwise (a `[PATCH 4/3]` sent later joins its posting), and assembly stores only
 what differs. Running it twice changes nothing the second time; stopped, it can be run again
-from the start.
+from the start. Once it has read every message, the store records this lorelab's rules edition
+(`bot.ingest.rules_edition`), and lorelab no longer advises running it.
 
 The Message-ID and the threading headers stay as stored: the Message-ID is the row's identity
 (a copy's is the one lorelab gave it, `bot.ingest.copies`) and a message's thread was chosen
@@ -40,6 +41,7 @@ from bot.db.session import Database, json_text
 from bot.ingest.collector import no_collection
 from bot.ingest.copies import copy_note
 from bot.ingest.prepare import MessageRow, message_row, parser_failure
+from bot.ingest.rules_edition import record_reread
 from bot.ingest.serial import ingest_transaction
 from bot.mail import UnparseableMessage, parse_message
 from bot.series.assemble import update_series
@@ -113,7 +115,8 @@ def reparse(
         with no_collection(), ingest_transaction(db) as session:
             conn = session.connection()
             rows = conn.execute(_STORED.where(_table.c.id > after).limit(batch_size)).all()
-            if not rows:
+            if not rows:  # all read again, those stored meanwhile by this lorelab too
+                record_reread(conn)
                 break
             after = rows[-1].id
             _reparse_batch(session, rows, summary)

@@ -46,6 +46,7 @@ from bot.ingest.prepare import (
     has_review_trailers,
     prepared_batches,
 )
+from bot.ingest.rules_edition import record_first_mail
 from bot.ingest.serial import ingest_transaction
 from bot.ingest.sources import MboxFile, RawMail
 from bot.ingest.storable import clean_text
@@ -343,6 +344,7 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         for row, refs in with_refs:
             threads.assign(row.msgid, row.in_reply_to, refs)
         threads.store_new()
+        record_first_mail(session.connection())
         ids = _insert_messages(session, new, [threads.thread_of[row.msgid] for row in new])
         for row, message_id in zip(new, ids, strict=True):
             if name := lists.name_for(row.list_id_header):

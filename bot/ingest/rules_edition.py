@@ -1,0 +1,58 @@
+"""Which edition of lorelab's rules for reading mail the stored rows were made with, and what to
+tell a maintainer whose store is older than the running lorelab's rules.
+
+A message's row holds what the parser read when the mail came (`bot.mail`), and series are
+assembled from those rows (`bot.series`). An upgrade that reads or groups some mail otherwise
+changes nothing already stored until `lorelab ingest reparse` reads it again: without being
+told, a maintainer would keep the old series (a `[PATCH 4/3]` left as a series that never
+completes, a partial reroll never tested) and never know why.
+
+`RULES_EDITION` counts those changes. Bump it in the commit that changes what the parser or
+series assembly makes of mail already stored (not for new kinds of mail only, nor for speed).
+The store keeps one edition: the oldest any of its rows may have been made with. The first mail
+stored into an empty store records this lorelab's, a completed reparse records it again, and
+migration 0017 recorded 0 for mail stored before editions were counted.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from bot.db.models import RulesEdition
+
+# 1: additions (`[PATCH 4/3]`) and partial rerolls (`[PATCH v5 2/8]` alone) join the postings
+#    they extend (migration 0016, `bot.series.grouping`, `bot.series.rerolls`).
+RULES_EDITION = 1
+
+_table = RulesEdition.__table__
+_FIRST = sa.insert(_table).from_select(
+    ["id", "edition"],
+    sa.select(sa.literal(1), sa.literal(RULES_EDITION)).where(~sa.exists(sa.select(_table.c.id))),
+)
+
+
+def record_first_mail(conn: Connection) -> None:
+    """Record this lorelab's edition if the store has none: its first mail is being stored."""
+    conn.execute(_FIRST)
+
+
+def record_reread(conn: Connection) -> None:
+    """Record this lorelab's edition: every stored message has just been read again."""
+    conn.execute(sa.delete(_table))
+    conn.execute(sa.insert(_table).values(id=1, edition=RULES_EDITION))
+
+
+def stored_edition(conn: Connection) -> int | None:
+    """The edition the oldest stored rows were made with; None while nothing is stored."""
+    return conn.execute(sa.select(_table.c.edition)).scalar()
+
+
+def reparse_advice(stored: int | None) -> str | None:
+    """What to do when stored mail was read by an older edition than this lorelab's, else None.
+    `stored` is the store's edition (`stored_edition`)."""
+    if stored is None or stored >= RULES_EDITION:
+        return None
+    return (f"stored mail was read by an older lorelab (rules edition {stored}; this one's is "
+            f"{RULES_EDITION}): the series stored before stay as it assembled them until "
+            "`lorelab ingest reparse` reads the mail again")
