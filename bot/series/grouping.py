@@ -6,9 +6,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 
 1. A patch *continues* the message it replies to when that is its posting's cover letter or a
    sibling patch: same author (address, or display name when the author wrote from another
-   address), same RESEND flag, and the same size (`N` in `i/N`) and version. A cover letter
-   also takes patches that forgot `-v` (the cover's version is then the posting's), but never
-   patches of a higher version: a new version threaded under the old cover letter is new.
+   address), and the same size (`N` in `i/N`) and version. A cover letter also takes patches
+   that forgot `-v` (the cover's version is then the posting's) or RESEND (`[PATCH RESEND
+   0/3]` with `[PATCH 1/3]`...), but never patches of a higher version, nor RESEND patches
+   when it has no RESEND: a new version, or the series sent again, threaded under the old
+   cover letter is new. Siblings need not agree on RESEND (an author left it off one patch),
+   but a RESEND patch in reply to a sibling of a higher number without it starts anew.
 2. A chain of such messages is a posting, named (its *anchor*) by the message at its top.
 3. A chain whose top patch replies to a message that has not arrived yet hangs from it, and is
    named by it: the cover letter arriving later finds its patches, whatever the order. Postings
@@ -73,16 +76,23 @@ class Posting:
 
 def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
     """Whether `patch` belongs to the posting of `parent`, the message it replies to (rule 1)."""
-    if not parent.is_posting_part or parent.resend != patch.resend:
-        return False
-    if not same_author(patch, parent):
+    if not parent.is_posting_part or not same_author(patch, parent):
         return False
     if parent.kind == "cover":
+        # A patch that forgot RESEND continues a RESEND cover letter (many put it there only);
+        # RESEND patches in reply to a cover letter without it are the series sent again.
+        if patch.resend and not parent.resend:
+            return False
         if patch.version_explicit and patch.version > parent.version:
             return False
         if parent.counter == 0:  # [PATCH 0/N]
             return patch.total == parent.total
         return patch.total > 1  # a cover letter known by its diffstat takes numbered patches
+    # RESEND left off one sibling does not part the posting: the later patches of a deep
+    # chain reply to that one. A RESEND patch numbered before the one it replies to starts
+    # the series again.
+    if patch.resend and not parent.resend and patch.counter < parent.counter:
+        return False
     return (
         parent.total == patch.total > 1
         and parent.counter != patch.counter

@@ -237,6 +237,55 @@ def test_a_patch_that_forgot_the_version_continues_its_sibling(db, make, ingest_
     assert [shape(v) for v in s["versions"]] == [(3, None, ids(v3), True)]
 
 
+RESENT = SeriesSpec(title="ext4: drop the stale extent cache", patches=3,
+                    subject_prefix="RESEND PATCH")
+
+
+@pytest.mark.parametrize("threading", ["shallow", "deep"])
+def test_patches_that_forgot_resend_continue_the_resent_posting(
+    db, make, ingest_settings, threading
+):
+    """RESEND on the cover letter only (ext4's `[RESEND RFC PATCH v4 00/34]` with `[PATCH v4
+    01/34]`...), or left off one patch (`[PATCH 6/8]` among `[PATCH RESEND i/8]`): one posting,
+    its cover letter kept, which the bot's reply answers."""
+    sent = make(dataclasses.replace(RESENT, threading=threading))
+    assert header(sent[0], "Subject").startswith("[RESEND PATCH 0/3] ")
+    forgot = [1, 2, 3] if threading == "shallow" else [2]
+    for i in forgot:
+        sent[i] = sent[i].replace(b"[RESEND PATCH ", b"[PATCH ", 1)
+    store(db, sent, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(1, msgs_id(sent[0]), ids(sent[1:]), True)]
+    assert s["title"] == RESENT.title
+
+
+def test_a_resent_patch_in_reply_to_the_posting_stays_apart(db, make, ingest_settings):
+    """`[PATCH RESEND 2/3]` in reply to 2/3 sends that patch again: not a part of v1."""
+    v1 = make(V1)
+    (again,) = make(SeriesSpec(title="unused", patches=1, cover=False,
+                               changes=(series_changes(V1)[1],), in_reply_to=reply_to(v1[2:])))
+    again = again.replace(b"[PATCH] ", b"[PATCH RESEND 2/3] ", 1)
+    store(db, [*v1, again], ingest_settings)
+    versions = only_series(db)["versions"]
+    assert shape(versions[0]) == (1, msgs_id(v1[0]), ids(v1[1:]), True)
+    assert [[p["message_id"] for p in v["patches"]] for v in versions[1:]] == [[msgs_id(again)]]
+
+
+def test_a_series_resent_in_reply_to_its_last_patch_stays_apart(db, make, ingest_settings):
+    """The whole series sent again (`[RESEND PATCH 1/3]`..., deep) in reply to v1's 3/3 is a
+    posting of its own, not v1 with its patches sent twice."""
+    v1 = make(V1)
+    resent = make(SeriesSpec(title=V1.title, patches=3, cover=False, threading="deep",
+                             subject_prefix="RESEND PATCH", same_changes_as=V1,
+                             in_reply_to=reply_to(v1[3:]),
+                             start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    store(db, [*v1, *resent], ingest_settings)
+    versions = only_series(db)["versions"]
+    assert [shape(v) for v in versions] == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True), (1, None, ids(resent), True)
+    ]
+
+
 def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
     """`[PATCH 4/3]`, sent days later in reply to a review of 3/3: the series is four patches
     now (b4 reads it so too), not a second v1 that waits forever for patches 1 to 3."""
