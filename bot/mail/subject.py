@@ -13,8 +13,9 @@ The rules are b4's:
   `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
   `N/M` counters, `vN` version, `RFC*`, `RESEND*`, `PATCH*`; `[PATCHv3]` reads as `PATCH v3`
   (and, beyond b4, `[RFCv2]` as `RFC v2`); beyond b4, Mercurial's `N of M` counters
-  (`hg email`: `[PATCH 1 of 2 V2]`) and a version in a group of its own after the counter
-  (`[PATCH 1/3][V2]`, which the loop over groups reads anyway);
+  (`hg email`: `[PATCH 1 of 2 V2]`), a version in a group of its own after the counter
+  (`[PATCH 1/3][V2]`, which the loop over groups reads anyway) and a version written as an
+  option (`[PATCH -v3]`, as the ext4 maintainer writes it);
 - anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
 - beyond b4, a version is ASCII digits up to `MAX_VERSION` (counters have four digits at most):
   `[PATCH v3000000000]` is a prefix with a note, not a number no database column holds; and
@@ -87,6 +88,8 @@ def parse_subject(raw: str) -> Subject:
                 counter, total = int(numerator), int(denominator)
                 counters_explicit = True
                 continue
+            if head == "-" and chunk[1:2] in ("v", "V") and chunk[2:].isdigit():  # [PATCH -v3]
+                chunk, head = chunk[1:], chunk[1]
             if head in ("v", "V") and chunk[1:].isdigit():
                 digits = chunk[1:]
                 if digits.isascii() and int(digits) <= MAX_VERSION:

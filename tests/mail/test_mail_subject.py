@@ -33,6 +33,12 @@ from bot.mail.subject import parse_subject
          dict(version=2, version_explicit=True, counter=1, total=3, title="mm: late version",
               prefixes=())),
         ("[PATCH 00/16] mm: zero-padded cover", dict(version=1, counter=0, total=16)),
+        # The version written as git's option (ext4's maintainer sends them so).
+        ("[PATCH -v3] ext4: fix possible UAF", dict(version=3, version_explicit=True,
+                                                  prefixes=(), title="ext4: fix possible UAF")),
+        ("[PATCH -V2 1/2] e2fsck: x", dict(version=2, counter=1, total=2, prefixes=())),
+        ("[PATCH -next] ext4: fix remount", dict(version=1, prefixes=("-next",))),
+        ("[PATCH -vfs] odd tree", dict(version=1, prefixes=("-vfs",))),
         # Mercurial's `hg email` counters, with its version flag.
         ("[PATCH 1 of 2] hg: first", dict(counter=1, total=2, counters_explicit=True,
                                           prefixes=(), title="hg: first")),
