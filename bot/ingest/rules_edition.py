@@ -24,7 +24,8 @@ from bot.db.models import RulesEdition
 # 1: additions (`[PATCH 4/3]`) and partial rerolls (`[PATCH v5 2/8]` alone) join the postings
 #    they extend (migration 0016, `bot.series.grouping`, `bot.series.rerolls`).
 # 2: patches that forgot RESEND continue a RESEND posting, whose cover letter was lost
-#    (`bot.series.grouping`, rule 1); `[PATCH -v3]` is version 3 (`bot.mail.subject`).
+#    (`bot.series.grouping`, rule 1); `[PATCH -v3]` is version 3 (`bot.mail.subject`); a
+#    partial reroll stands beside a whole vN posted later in another thread (`rerolls`).
 RULES_EDITION = 2
 
 _table = RulesEdition.__table__

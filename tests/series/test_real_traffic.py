@@ -351,6 +351,25 @@ def test_a_partial_reroll_takes_the_other_patches_from_the_version_before(
     assert "a partial reroll of v2" in shown and "(v1)" in shown
 
 
+def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(db, make, ingest_settings):
+    """io_uring's and ext4's authors send `[PATCH v2 2/3]` in reply to 2/3, then days later the
+    whole v2 in a thread of its own: the reroll is v1 with 2/3 replaced, as b4 reads its
+    thread, and complete; the whole v2 is a posting of its own."""
+    v1 = make(V1)
+    reroll = reroll_of(make, v1, 2, 2)
+    whole = make(SeriesSpec(title=V1.title, patches=3, version=2, same_changes_as=V1,
+                            revised=(2,), start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    for order in ([*v1, reroll, *whole], [*whole, reroll, *v1[::-1]]):
+        emptied(db)
+        for mail in order:
+            store(db, [mail], ingest_settings)
+        versions = sorted(only_series(db)["versions"], key=lambda v: (v["version"], v["received"]))
+        assert [(v["version"], v["complete"], v["reroll_of"], v["received"])
+                for v in versions] == [(1, True, None, 3), (2, True, 1, 1), (2, True, None, 3)]
+        assert [p["message_id"] for p in versions[1]["patches"]] == [
+            msgs_id(v1[1]), msgs_id(reroll), msgs_id(v1[3])]
+
+
 def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
     db, make, ingest_settings
 ):

@@ -42,6 +42,11 @@ def test_what_is_not_a_reroll():
     assert choose_bases([partial_v1, facts(2, 2, {2}, expected=3)])[2] == (1, False)
     # Filed as a series of its own (retitled by its patch) but in the thread: b4 takes it.
     assert choose_bases([v1, facts(2, 2, {2}, expected=3, series=2)])[2] == (1, True)
+    # The whole v2 posted later in a thread of its own is another posting of v2, not one that
+    # b4 reads with the reroll: the reroll stands, and so does the whole v2.
+    whole_v2 = facts(3, 2, {1, 2, 3}, expected=3, thread=2, replies=[])
+    assert choose_bases([v1, facts(2, 2, {2}, expected=3), whole_v2]) == {
+        1: (None, True), 2: (1, True), 3: (None, True)}
 
 
 def test_a_patch_answers_its_number_up_a_chain_of_replies():
