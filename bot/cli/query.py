@@ -67,6 +67,12 @@ def _parse_since(value: str | None) -> dt.datetime | None:
 
 def find_series(session: Session, ref: str) -> Series:
     """A series by numeric id, or by the message-id (or lore URL) of any of its messages."""
+    found = _find(session, ref)
+    return found.series if isinstance(found, SeriesVersion) else found
+
+
+def _find(session: Session, ref: str) -> Series | SeriesVersion:
+    """The series of a numeric id; the posting (version) a message-id or lore URL names."""
     if ref.isdigit():
         series = session.get(Series, int(ref))
         if series is None:
@@ -91,7 +97,43 @@ def find_series(session: Session, ref: str) -> Series:
             f"<{msgid}> is a {message.kind} message, not part of a series; "
             f"`lorelab message show {msgid}` shows what it is"
         )
-    return session.get(SeriesVersion, version_id).series  # type: ignore[union-attr]
+    return session.get(SeriesVersion, version_id)  # type: ignore[return-value]
+
+
+def choose_version(session: Session, ref: str, number: int | None) -> SeriesVersion:
+    """The posting a command acts on: the one `ref` names by a message of it, else version
+    `number` of the series (the newest version when None). Two postings of one version (a
+    partial reroll and the whole version sent later, a RESEND) are told apart by a message-id
+    of one of them, never picked silently."""
+    found = _find(session, ref)
+    if isinstance(found, SeriesVersion) and number in (None, found.version):
+        return found
+    series = found.series if isinstance(found, SeriesVersion) else found
+    if number is None:
+        if not series.versions:
+            raise UserError(f"series {series.id} has no versions")
+        number = max(v.version for v in series.versions)
+    postings = [v for v in series.versions if v.version == number]
+    if not postings:
+        have = ", ".join(f"v{v.version}" for v in series.versions)
+        raise UserError(f"series {series.id} has no v{number}; it has {have}")
+    if len(postings) > 1:
+        listed = "; ".join(
+            f"<{_named_by(v)}> ({v.received} patch{'es' if v.received != 1 else ''}"
+            + (f", a partial reroll of v{v.reroll_of.version}" if v.reroll_of else "") + ")"
+            for v in postings
+        )
+        raise UserError(f"series {series.id} has {len(postings)} postings of v{number}: "
+                        f"{listed}; name the one you mean by one of these message-ids")
+    return postings[0]
+
+
+def _named_by(version: SeriesVersion) -> str:
+    """A message-id of a posting's own: its cover letter's, else its first patch's (the anchor
+    may be a message it replies to)."""
+    if version.cover is not None:
+        return version.cover.msgid
+    return version.patches[0].message.msgid if version.patches else version.anchor_msgid
 
 
 @series_app.command("list")
@@ -215,20 +257,16 @@ def series_show(
 
 @series_app.command("mbox")
 def series_mbox(
-    ref: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the series."),
-    version: int = typer.Option(None, "--version", "-v", help="Which version (default: latest)."),
+    ref: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the posting."),
+    version: int = typer.Option(None, "--version", "-v", help="Which version (default: the "
+                                "posting REF names, else the latest)."),
 ) -> None:
     """Write the am-ready mbox (trailers applied, as b4 does) to standard output."""
     from bot.series.mbox import MboxError, am_ready_mbox  # b4 is slow to import
 
     db = open_database()
     with db.session() as session:
-        series = find_series(session, ref)
-        versions = [v for v in series.versions if version is None or v.version == version]
-        if not versions:
-            have = ", ".join(f"v{v.version}" for v in series.versions)
-            raise UserError(f"series {series.id} has no v{version}; it has {have}")
-        chosen = versions[-1]
+        chosen = choose_version(session, ref, version)
         if not chosen.complete:
             missing = version_dict(chosen, with_patches=False)["missing"]
             raise UserError(

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from bot.cli import terminal
 from bot.cli.context import UserError, emit_json, settings
 from bot.cli.database import open_database
-from bot.cli.query import find_series
+from bot.cli.query import choose_version
 from bot.cli.step_lines import StepLines
 from bot.db.models import Run, RunStep, SeriesVersion
 from bot.db.session import Database
@@ -33,7 +33,8 @@ from bot.runs.steps import LISTENERS, worker_gone
 runs_app = typer.Typer(help="Apply and build runs, and their steps.")
 
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (README, \"JSON shapes\").")
-VERSION_OPTION = typer.Option(None, "--version", "-v", help="Series version (default: latest).")
+VERSION_OPTION = typer.Option(None, "--version", "-v", help="Series version (default: the posting "
+                              "a message-id names, else the latest).")
 TREE_OPTION = typer.Option(None, "--tree", "-t", help="A configured [[trees]] name.")
 BASE_OPTION = typer.Option(None, "--base", help="Apply on this revision (skips base selection).")
 WAIT_OPTION = typer.Option(True, "--wait/--no-wait", help="Wait for the run and show progress.")
@@ -140,11 +141,8 @@ def _start(series: str, version_number: int | None, tree: str | None, base: str 
         raise UserError(str(exc)) from None
     db = open_database()
     with db.session() as session:
-        found = find_series(session, series)
-        versions = [v for v in found.versions if version_number in (None, v.version)]
-        if not versions:
-            raise UserError(f"series {found.id} has no version {version_number}")
-        version = versions[-1]
+        version = choose_version(session, series, version_number)
+        found = version.series
         if not version.complete:
             raise UserError(f"v{version.version} of series {found.id} is incomplete "
                             f"({version.received}/{version.expected} patches)")
@@ -259,7 +257,7 @@ def _print_run(data: dict[str, Any]) -> None:
 
 
 def apply_command(
-    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL in it."),
+    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the posting."),
     version: int = VERSION_OPTION, tree: str = TREE_OPTION, base: str = BASE_OPTION,
     wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION,
 ) -> None:
@@ -268,7 +266,7 @@ def apply_command(
 
 
 def build_command(
-    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL in it."),
+    series: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the posting."),
     version: int = VERSION_OPTION, tree: str = TREE_OPTION, base: str = BASE_OPTION,
     wait: bool = WAIT_OPTION, as_json: bool = JSON_OPTION,
 ) -> None:

@@ -351,10 +351,13 @@ def test_a_partial_reroll_takes_the_other_patches_from_the_version_before(
     assert "a partial reroll of v2" in shown and "(v1)" in shown
 
 
-def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(db, make, ingest_settings):
+def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(
+    db, db_url, make, ingest_settings, tmp_path
+):
     """io_uring's and ext4's authors send `[PATCH v2 2/3]` in reply to 2/3, then days later the
     whole v2 in a thread of its own: the reroll is v1 with 2/3 replaced, as b4 reads its
-    thread, and complete; the whole v2 is a posting of its own."""
+    thread, and complete; the whole v2 is a posting of its own. `series mbox --version 2`
+    does not pick one of the two silently: a message-id of a posting names it."""
     v1 = make(V1)
     reroll = reroll_of(make, v1, 2, 2)
     whole = make(SeriesSpec(title=V1.title, patches=3, version=2, same_changes_as=V1,
@@ -368,6 +371,24 @@ def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(db, make, i
                 for v in versions] == [(1, True, None, 3), (2, True, 1, 1), (2, True, None, 3)]
         assert [p["message_id"] for p in versions[1]["patches"]] == [
             msgs_id(v1[1]), msgs_id(reroll), msgs_id(v1[3])]
+
+    lorelab = Lorelab(tmp_path, db_url)
+    series_id = str(only_series(db)["id"])
+    refused = lorelab.run("series", "mbox", series_id, "--version", "2", check=False)
+    said = refused.stderr.decode()
+    assert refused.returncode == 1 and "2 postings of v2" in said, said
+    assert f"<{msgs_id(reroll)}> (1 patch, a partial reroll of v1)" in said
+    assert f"<{msgs_id(whole[0])}> (3 patches)" in said
+
+    def subjects(ref: str) -> list[str]:
+        mbox = lorelab.run("series", "mbox", ref).stdout.decode()
+        return [line.split("] ")[0] + "]" for line in mbox.splitlines()
+                if line.startswith("Subject: ")]
+
+    assert subjects(msgs_id(reroll)) == [
+        "Subject: [PATCH 1/3]", "Subject: [PATCH v2 2/3]", "Subject: [PATCH 3/3]"]
+    assert subjects(f"https://lore.kernel.org/all/{msgs_id(whole[2])}/") == [
+        f"Subject: [PATCH v2 {i}/3]" for i in (1, 2, 3)]
 
 
 def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
