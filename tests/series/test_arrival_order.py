@@ -115,6 +115,11 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     # Sent without threading headers: a thread of their own by author, prefix and hour.
     loose = made(SeriesSpec(title="mm/workingset: loose", patches=3, threading="none",
                             author=BO, start_date=day(7)))
+    # RESEND on the cover letter and patch 2 only, each patch in reply to the one before.
+    resent = made(SeriesSpec(title="mm/zswap: resent", patches=3, threading="deep",
+                             subject_prefix="RESEND PATCH", start_date=day(10)))
+    resent = [m.replace(b"[RESEND PATCH ", b"[PATCH ", 1) if i in (1, 3) else m
+              for i, m in enumerate(resent)]
     reviews = [reviewed(lru1[0], day(0) + dt.timedelta(hours=5)),
                reviewed(lru1[1], day(0) + dt.timedelta(hours=6)),
                reviewed(lru1[1], day(0) + dt.timedelta(hours=7)),  # the same trailer again
@@ -126,7 +131,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
                trimmed(reviewed(lru2[2], day(4) + dt.timedelta(hours=2)), "<away@example.org>"),
                trimmed(reviewed(pieces[3], day(3) + dt.timedelta(hours=3)), "<other@example.net>")]
     mails = (lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + [extra] + hung + loose
-             + reviews)
+             + resent + reviews)
     return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
                                         msgs_id(m)))
 
@@ -153,7 +158,7 @@ def covers_last(mails: list[bytes]) -> list[bytes]:
 def test_series_do_not_depend_on_batches_or_order_of_arrival(db, traffic):
     whole = arrived(db, [traffic])
     grouped = {s[0]: s[1] for s in whole["series"]}  # anchors of its versions: title
-    assert len(grouped) == 8 and len(whole["versions"]) == 11
+    assert len(grouped) == 9 and len(whole["versions"]) == 12
     lru = next(s for s in whole["series"] if s[1] == "mm: batch lru updates")
     assert len(lru[0]) == 2 and lru[5] == "20261102-lru-1"  # v1's change-id: it came first
     assert "mm/vmscan: plan the scan in rounds" in grouped.values()  # v2 under v1's cover
