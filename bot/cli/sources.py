@@ -33,13 +33,18 @@ def _logging() -> None:
     logging.getLogger("bot").setLevel(logging.INFO)
 
 
-def _advise_reparse(db: Database) -> None:
-    """Say, at the start of a long-running command, that stored mail waits for a reparse."""
+def _reparse_advice(db: Database) -> str | None:
+    """What to run when an older lorelab read the stored mail (`bot.ingest.rules_edition`)."""
     from bot.ingest.rules_edition import reparse_advice, stored_edition
 
     with db.engine.connect() as conn:
-        if advice := reparse_advice(stored_edition(conn)):
-            logging.getLogger("bot.ingest").warning(advice)
+        return reparse_advice(stored_edition(conn))
+
+
+def _advise_reparse(db: Database) -> None:
+    """Say, at the start of a long-running command, that stored mail waits for a reparse."""
+    if advice := _reparse_advice(db):
+        logging.getLogger("bot.ingest").warning(advice)
 
 
 LIST_OPTION = typer.Option(None, "--list", "-l", help="The list these messages are filed under.")
@@ -198,7 +203,8 @@ def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JS
     from bot.ingest.cursor import all_cursors
 
     cfg = settings()
-    cursors = {(c["kind"], c["location"]): c for c in all_cursors(open_database())}
+    db = open_database()
+    cursors = {(c["kind"], c["location"]): c for c in all_cursors(db)}
     rows = []
     for source in cfg.sources:
         location = source.url.rstrip("/")
@@ -234,3 +240,5 @@ def list_sources(as_json: bool = typer.Option(False, "--json", help="Print as JS
             for skip in row["skips"]:
                 out.print(f"  epoch {skip['epoch']} commit {skip['commit']} "
                           f"object {skip['object']}: {skip['reason']}", markup=False)
+    if advice := _reparse_advice(db):
+        console.print(f"note: {advice}", markup=False, highlight=False)

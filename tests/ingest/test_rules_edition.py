@@ -1,6 +1,6 @@
 """A store whose mail an older lorelab read is told to run `lorelab ingest reparse`, by
-`db upgrade`, `db current` and the commands that follow lists, until a reparse has read it all
-again; a store this lorelab filled is never told."""
+`db upgrade`, `db current`, `sources` and the commands that follow lists, until a reparse has
+read it all again; a store this lorelab filled is never told."""
 
 from __future__ import annotations
 
@@ -129,7 +129,9 @@ def test_following_an_archive_warns_of_a_store_read_by_the_edition_before(
     said = walked.stderr.decode()
     assert f"read by an older lorelab (rules edition {RULES_EDITION - 1}" in said
     assert ADVICE in said
+    assert ADVICE in lorelab.run("sources").stderr.decode()
 
     lorelab.run("ingest", "reparse")
     again = lorelab.run("ingest", "pi-git", str(archive.inbox), "--list", "linux-mm")
     assert "reparse" not in again.stderr.decode()
+    assert "reparse" not in lorelab.run("sources").stderr.decode()
