@@ -281,14 +281,19 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
                     more=len(rows) > limit)
 
     @app.get("/series/{series_id}", response_class=HTMLResponse, include_in_schema=False)
-    def series_page(request: Request, series_id: Id, s: Db,
-                    version: int | None = None) -> HTMLResponse:
+    def series_page(request: Request, series_id: Id, s: Db, version: int | None = None,
+                    posting: int | None = None) -> HTMLResponse:
         detail = found(queries.series_detail(s, series_id), "series", series_id)
         versions = detail.series["versions"]
-        if version is None:
+        # A version number may have two postings (a partial reroll and the whole version sent
+        # later): links name the posting by its id; a number alone shows its newest posting.
+        if posting is not None:
+            shown = found(next((v for v in versions if v["id"] == posting), None),
+                          f"posting of series {series_id} with id", posting)
+        elif version is None:
             shown = versions[-1] if versions else None
         else:
-            shown = found(next((v for v in versions if v["version"] == version), None),
+            shown = found(next((v for v in reversed(versions) if v["version"] == version), None),
                           f"version of series {series_id} numbered", version)
         runs = [r for r in detail.runs if shown and r.series_version_id == shown["id"]]
         # The newest run that follows none: its follow-ups are listed under it.
@@ -344,7 +349,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
     def approve_form(request: Request, reply_id: Id, token: Token = "") -> RedirectResponse:
         about = act(request, lambda s: queries.reply_version(
             s, actions.approve_reply(s, reply_id, "web")), token)
-        target = f"/series/{about[0]}?version={about[1]}" if about else "/"
+        target = f"/series/{about[0]}?version={about[1]}&posting={about[2]}" if about else "/"
         return RedirectResponse(f"{target}#reply-{reply_id}", status_code=303)
 
     return app

@@ -532,15 +532,15 @@ def _arms(kernel_c: str | None) -> int:
     return 2 if kernel_c is None else 3
 
 
-def reply_version(session: Session, reply: OutboxReply) -> tuple[int, int] | None:
-    """(series id, version number) a reply was written about, if it names a version."""
+def reply_version(session: Session, reply: OutboxReply) -> tuple[int, int, int] | None:
+    """(series id, version number, version id) a reply was written about, if it names one."""
     if reply.series_version_id is None:
         return None
     row = session.execute(
-        sa.select(SeriesVersion.series_id, SeriesVersion.version)
+        sa.select(SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.id)
         .where(SeriesVersion.id == reply.series_version_id)
     ).first()
-    return (row[0], row[1]) if row else None
+    return (row[0], row[1], row[2]) if row else None
 
 
 def _number(value: Any) -> float | None:

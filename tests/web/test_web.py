@@ -107,7 +107,7 @@ def test_series_page_shows_versions_patches_logs_verdicts_plots_and_the_reply(si
     page = requests.get(f"{site}/series/{data.regressed}", timeout=10)
     assert page.status_code == 200
     html = page.text
-    assert "v2 (shown)" in html and f'href="/series/{data.regressed}?version=1"' in html
+    assert "v2 (shown)" in html and f'href="/series/{data.regressed}?version=1&amp;posting=' in html
     for patch in detail["series"]["versions"][1]["patches"]:
         assert patch["subject"] in html
     assert "Applying: mm/vmscan: first" in html  # the apply log
@@ -238,7 +238,9 @@ def test_approve_retest_and_cancel_with_the_token(site, data, db):
     form = requests.post(f"{site}/replies/{data.reply}/approve", data={"token": ADMIN_TOKEN},
                          timeout=10, allow_redirects=False)
     assert form.status_code == 303
-    assert form.headers["location"] == f"/series/{data.regressed}?version=2#reply-{data.reply}"
+    location = form.headers["location"]
+    assert re.fullmatch(rf"/series/{data.regressed}\?version=2&posting=\d+#reply-{data.reply}",
+                        location), location
     reply = requests.get(f"{site}/api/series/{data.regressed}", timeout=10).json()["replies"][0]
     assert (reply["state"], reply["decided_by"]) == ("queued", "web")
     again = requests.post(f"{site}/api/replies/{data.reply}/approve", headers=bearer, timeout=10)

@@ -1,0 +1,62 @@
+"""Two postings of one version on the status site: a partial reroll (`[PATCH v2 2/3]` alone, in
+reply to v1's 2/3) and the whole v2 sent later, each tested. Every link names the posting it
+means, so a run's page leads to the version that run tested, not to the other v2."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from pathlib import Path
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from bot.db.models import SeriesVersion
+from bot.db.session import Database
+from bot.demo.threads import SeriesSpec, make_series, make_tree, series_changes
+from bot.runs.lifecycle import create_run
+from tests.series.mailing import msgs_id, store
+from tests.support.web_data import web_settings
+from tests.support.web_server import serving
+
+V1 = SeriesSpec(title="mm: reclaim in larger batches", patches=3)
+
+
+@pytest.fixture
+def postings(db: Database, tmp_path: Path, ingest_settings) -> dict[str, int]:
+    tree = make_tree(tmp_path / "linux")
+    v1 = make_series(tree, V1)
+    (reroll,) = make_series(tree, SeriesSpec(
+        title="unused", patches=1, cover=False, version=2,
+        changes=(series_changes(V1)[1].revised(),), in_reply_to=f"<{msgs_id(v1[2])}>"))
+    reroll = reroll.replace(b"[PATCH v2] ", b"[PATCH v2 2/3] ", 1)
+    whole = make_series(tree, dataclasses.replace(
+        V1, version=2, same_changes_as=V1, revised=(2,),
+        start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    store(db, [*v1, reroll, *whole], ingest_settings)
+    with db.session() as session:
+        partial, full = session.scalars(sa.select(SeriesVersion).where(
+            SeriesVersion.version == 2).order_by(SeriesVersion.received)).all()
+        ids = {"series": partial.series_id, "partial": partial.id, "whole": full.id,
+               "partial_run": create_run(session, partial, kind="build", tree="mm").id,
+               "whole_run": create_run(session, full, kind="build", tree="mm").id}
+    return ids
+
+
+def test_each_posting_of_a_version_has_its_own_page_and_its_runs_lead_to_it(db, postings):
+    series = postings["series"]
+    with serving(web_settings(db.url)) as site:
+        for which in ("partial", "whole"):
+            run_page = requests.get(f"{site}/runs/{postings[which + '_run']}", timeout=10).text
+            link = f"/series/{series}?version=2&amp;posting={postings[which]}"
+            assert link in run_page, which
+            page = requests.get(f"{site}{link.replace('&amp;', '&')}", timeout=10).text
+            shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+            assert "v2 (shown)" in shown
+            assert ("reroll of v1" in shown) == (which == "partial"), which
+            other = "whole" if which == "partial" else "partial"
+            assert f"?version=2&amp;posting={postings[other]}" in page  # the other v2, linked
+        missing = requests.get(f"{site}/series/{series}?posting=999999", timeout=10)
+        assert missing.status_code == 404
