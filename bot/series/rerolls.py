@@ -5,12 +5,14 @@ before it for the rest. nvdimm and mm maintainers send them; b4 reads them so
 
 So lorelab reads them by b4's rule, for what it says it tested to be what b4 applies: a version
 v > 1 that lacks some of its numbers, each of whose patches replies, directly or up a chain of
-replies, to a message of the same number and size, and that is the only posting of version v in
-its thread (b4 reads two postings of one version in a thread as one; io_uring's and ext4's
-authors often send a `[PATCH v2 1/3]` in reply, then the whole v2 days later in a thread of its
-own: both are postings of v2), takes the numbers it lacks from version v - 1
-of its series or its thread (the newest such posting, itself perhaps a reroll; b4 looks in the
-thread, and a reroll retitled by its first patch may be filed as a series of its own). The link
+replies, to a message of the same number and size, takes the numbers it lacks from version
+v - 1 of its thread, when that thread holds no other posting of version v (b4 reads two
+postings of one version in a thread as one; io_uring's and ext4's authors often send a `[PATCH
+v2 1/3]` in reply, then the whole v2 days later in a thread of its own: both are postings of
+v2); failing a v - 1 in its thread, from version v - 1 of its series, when the series holds
+no other posting of version v (a reroll sent in a thread of its own). The base is the newest
+such posting, itself perhaps a reroll; a reroll retitled by its first patch may be filed as a
+series of its own, and its thread still finds its base. The link
 is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
 number, and `SeriesVersion.applied_patches` lists what a test applies.
 
@@ -79,12 +81,15 @@ def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None
         base = None
         if v.version > 1 and not v.whole and v.replies and all(v.replies):
             kin = [b for b in ordered if b.id != v.id and _related(b, v)]
-            earlier = [b for b in kin if b.version == v.version - 1]
-            # Another posting of its own version in its thread (mm's `[PATCH v8 3/6] ... (fix)`
-            # beside v8, a `v5 update 29/32`): b4 reads the two as one revision, and this one
-            # as no reroll. A whole vN posted later in a thread of its own does not count.
-            if earlier and not any(b.version == v.version and b.thread_id == v.thread_id
-                                   for b in kin):
+            # b4 looks in the thread: a version v - 1 there is the base, and a whole vN posted
+            # later in a thread of its own does not count. Else the series' v - 1, when the
+            # series has no other vN.
+            here = [b for b in kin if v.thread_id is not None and b.thread_id == v.thread_id]
+            pool = here if any(b.version == v.version - 1 for b in here) else kin
+            earlier = [b for b in pool if b.version == v.version - 1]
+            # Another posting of its own version (mm's `[PATCH v8 3/6] ... (fix)` beside v8, a
+            # `v5 update 29/32`): b4 reads the two as one revision, and this one as no reroll.
+            if earlier and not any(b.version == v.version for b in pool):
                 base = earlier[-1]
         covered[v.id] = v.indexes | (covered[base.id] if base else set())
         complete = not v.unresolved and covered[v.id] >= set(range(1, v.expected + 1))

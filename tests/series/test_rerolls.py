@@ -47,6 +47,12 @@ def test_what_is_not_a_reroll():
     whole_v2 = facts(3, 2, {1, 2, 3}, expected=3, thread=2, replies=[])
     assert choose_bases([v1, facts(2, 2, {2}, expected=3), whole_v2]) == {
         1: (None, True), 2: (1, True), 3: (None, True)}
+    # ext4: v1 and v2 in one thread, v3 in another, then `[PATCH v2 2/2]` in reply to v3's
+    # 2/2 (the author's count for the patch): no v1 in its thread, and the series has its v2.
+    series = [facts(1, 1, {1, 2}, expected=2, thread=1, replies=[]),
+              facts(2, 2, {1}, expected=1, thread=1, replies=[]),
+              facts(3, 3, {1, 2}, expected=2, thread=2, replies=[])]
+    assert choose_bases([*series, facts(4, 2, {2}, expected=2, thread=2)])[4] == (None, False)
 
 
 def test_a_patch_answers_its_number_up_a_chain_of_replies():
