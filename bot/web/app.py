@@ -286,7 +286,7 @@ def create_app(settings: Settings, database: Database | None = None) -> FastAPI:
         detail = found(queries.series_detail(s, series_id), "series", series_id)
         versions = detail.series["versions"]
         # A version number may have two postings (a partial reroll and the whole version sent
-        # later): links name the posting by its id; a number alone shows its newest posting.
+        # later): links name the posting by its id; a number alone shows the one stored last.
         if posting is not None:
             shown = found(next((v for v in versions if v["id"] == posting), None),
                           f"posting of series {series_id} with id", posting)
