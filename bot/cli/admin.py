@@ -53,10 +53,8 @@ def db_upgrade(revision: str = typer.Argument("head", help="Target revision.")) 
     upgrade(db.engine, revision)
     now = current_revision(db.engine)
     console.print(f"database schema at {now}")
-    if now == SCHEMA_HEAD:
-        with db.engine.connect() as conn:
-            if advice := reparse_advice(stored_edition(conn)):
-                console.print(f"note: {advice}", markup=False, highlight=False)
+    if now == SCHEMA_HEAD and (advice := reparse_advice(stored_edition(db.engine))):
+        console.print(f"note: {advice}", markup=False, highlight=False)
 
 
 @db_app.command("downgrade")
@@ -75,10 +73,7 @@ def db_current(as_json: bool = typer.Option(False, "--json")) -> None:
     its stored mail was read by and this lorelab's (`lorelab ingest reparse` brings it up)."""
     db = _database()
     current = current_revision(db.engine)
-    stored = None
-    if current == SCHEMA_HEAD:
-        with db.engine.connect() as conn:
-            stored = stored_edition(conn)
+    stored = stored_edition(db.engine) if current == SCHEMA_HEAD else None
     data = {
         "url": db.engine.url.render_as_string(hide_password=True),
         "current": current,

@@ -37,8 +37,7 @@ def _reparse_advice(db: Database) -> str | None:
     """What to run when an older lorelab read the stored mail (`bot.ingest.rules_edition`)."""
     from bot.ingest.rules_edition import reparse_advice, stored_edition
 
-    with db.engine.connect() as conn:
-        return reparse_advice(stored_edition(conn))
+    return reparse_advice(stored_edition(db.engine))
 
 
 def _advise_reparse(db: Database) -> None:

@@ -17,7 +17,7 @@ migration 0017 recorded 0 for mail stored before editions were counted.
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from bot.db.models import RulesEdition
 
@@ -46,9 +46,10 @@ def record_reread(conn: Connection) -> None:
     conn.execute(sa.insert(_table).values(id=1, edition=RULES_EDITION))
 
 
-def stored_edition(conn: Connection) -> int | None:
+def stored_edition(engine: Engine) -> int | None:
     """The edition the oldest stored rows were made with; None while nothing is stored."""
-    return conn.execute(sa.select(_table.c.edition)).scalar()
+    with engine.connect() as conn:
+        return conn.execute(sa.select(_table.c.edition)).scalar()
 
 
 def reparse_advice(stored: int | None) -> str | None:
