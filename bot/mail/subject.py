@@ -88,10 +88,9 @@ def parse_subject(raw: str) -> Subject:
                 counter, total = int(numerator), int(denominator)
                 counters_explicit = True
                 continue
-            if head == "-" and chunk[1:2] in ("v", "V") and chunk[2:].isdigit():  # [PATCH -v3]
-                chunk, head = chunk[1:], chunk[1]
-            if head in ("v", "V") and chunk[1:].isdigit():
-                digits = chunk[1:]
+            option = chunk[1:] if head == "-" else chunk  # [PATCH -v3]
+            if option[:1] in ("v", "V") and option[1:].isdigit():
+                digits = option[1:]
                 if digits.isascii() and int(digits) <= MAX_VERSION:
                     version, version_explicit = int(digits), True
                     continue

@@ -39,6 +39,7 @@ from bot.mail.subject import parse_subject
         ("[PATCH -V2 1/2] e2fsck: x", dict(version=2, counter=1, total=2, prefixes=())),
         ("[PATCH -next] ext4: fix remount", dict(version=1, prefixes=("-next",))),
         ("[PATCH -vfs] odd tree", dict(version=1, prefixes=("-vfs",))),
+        ("[PATCH -v99999] too far", dict(version=1, prefixes=("-v99999",))),  # kept as written
         # Mercurial's `hg email` counters, with its version flag.
         ("[PATCH 1 of 2] hg: first", dict(counter=1, total=2, counters_explicit=True,
                                           prefixes=(), title="hg: first")),
