@@ -250,8 +250,10 @@ class _Handler:
         verdict = verify_sender(message.raw, lists=[lst.name for lst in message.lists],
                                 settings=self.settings.commands, dnsfunc=self.dnsfunc)
         if verdict.verified and verdict.address != parent.sender.key:
-            # lorelab's mail parser read another sender: trust neither.
-            return Authenticity("", reason="its From field can be read in two ways")
+            # A relay's mail (its signature vouches for the relay, not the author it names:
+            # bot.mail.relayed), or a From lorelab's parser reads another way: trust neither.
+            return Authenticity("", reason=f"it is signed for {verdict.address}, not for its "
+                                f"author as lorelab reads it ({parent.sender.key})")
         return verdict
 
     def requester(self, session: Session, mail: _Mail, judged: bool) -> Requester:

@@ -26,7 +26,9 @@ from bot.db.models import RulesEdition
 # 2: patches that forgot RESEND continue a RESEND posting, whose cover letter was lost
 #    (`bot.series.grouping`, rule 1); `[PATCH -v3]` is version 3 (`bot.mail.subject`); a
 #    partial reroll stands beside a whole vN posted later in another thread (`rerolls`).
-RULES_EDITION = 2
+# 3: a mail a relay sent in its author's name ("Name via kasan-dev", "Name via B4 Relay") is the
+#    author's (`bot.mail.relayed`).
+RULES_EDITION = 3
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -31,6 +31,7 @@ from bot.mail.headers import (
 )
 from bot.mail.mime import PART_FIELDS, extract_text, first, read_head
 from bot.mail.record import Address, MessageKind, ParsedMessage, UnparseableMessage
+from bot.mail.relayed import RELAY_FIELDS, relayed_author
 from bot.mail.subject import parse_subject
 from bot.mail.trailers import find_b4_metadata, find_trailers
 
@@ -45,7 +46,7 @@ _MAIL_FIELDS = frozenset({
 # The fields parse_message reads, with and without To and Cc
 _FIELDS = frozenset({
     "message-id", "in-reply-to", "references", "from", "date", "list-id", "subject",
-}) | PART_FIELDS  # fmt: skip
+}) | PART_FIELDS | RELAY_FIELDS  # fmt: skip
 _FIELDS_WITH_RECIPIENTS = _FIELDS | {"to", "cc"}
 _REDUCED_SENDER = re.compile(r"\[([^]]+)\]")
 _LIST_ID = re.compile(r"<([^<>\s]+)>")
@@ -85,7 +86,7 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
     if from_value is None:
         problems.append("From: missing")
     senders = parse_addresses(from_value, problems, "From")
-    sender = senders[0] if senders else Address(name="", email="")
+    sender = relayed_author(senders[0], headers, problems) if senders else Address("", "")
     to = parse_addresses(", ".join(headers.get("to", ())), problems, "To") if recipients else []
     cc = parse_addresses(", ".join(headers.get("cc", ())), problems, "Cc") if recipients else []
     date = parse_date(first(headers, "date"), problems)

@@ -74,7 +74,7 @@ class ParsedMessage:
     msgid: str  # without angle brackets
     in_reply_to: str | None
     references: list[str]  # oldest first, without angle brackets, In-Reply-To last if missing
-    sender: Address
+    sender: Address  # who wrote it: From, or the author a relay names (bot.mail.relayed)
     to: list[Address]
     cc: list[Address]
     date: dt.datetime | None  # timezone-aware, UTC; None when the Date header is unusable

@@ -162,6 +162,24 @@ def test_a_from_with_two_addresses_does_not_act(db, tmp_path):
     assert thread.run(test.run_ids[0]).state == "queued"
 
 
+def test_a_command_sent_through_a_relay_in_the_authors_name_does_not_act(db, tmp_path):
+    """B4 Relay signs for kernel.org and names Ada in X-Original-From: lorelab reads Ada as the
+    mail's author, but nothing vouches that Ada wrote it."""
+    thread = Thread(db, tmp_path)
+    _, [test] = thread.send(thread.v1[1], ADA, "#lorelab test hackbench")
+    raw = thread.reply(thread.v1[0], MALLORY, "#lorelab stop", signed_by=None)
+    raw = _with_from(raw, b"Ada Reclaim via B4 Relay <devnull+ada.example.org@kernel.org>")
+    head, _, body = raw.partition(b"\n\n")
+    raw = head + b"\nX-Original-From: Ada Reclaim <ada@example.org>\n\n" + body
+    raw = sign(raw, "kernel.org")
+    thread.store(raw)
+    [outcome] = thread.handle(raw)
+    assert outcome.outcome == "unverified"
+    assert ("signed for devnull+ada.example.org@kernel.org, not for its author as lorelab reads "
+            "it (ada@example.org)") in outcome.detail
+    assert thread.run(test.run_ids[0]).state == "queued"
+
+
 def test_a_maintainer_verified_by_the_list_server_may_ask(db, tmp_path):
     thread = Thread(db, tmp_path, CommandSettings(trusted_authserv_ids=[TRUSTED],
                                                   trusted_lists=["linux-mm"]))

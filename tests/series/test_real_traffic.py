@@ -170,6 +170,52 @@ def test_one_patch_from_the_authors_other_address(db, make, ingest_settings):
     assert s["author"]["email"] == "ada@example.org"
 
 
+RELAYS = {
+    # kasan-dev's archive: Google Groups sends mail of strict-DMARC domains in its own name.
+    "google-groups": lambda name, address: {
+        "From": f"\"'{name}' via kasan-dev\" <kasan-dev@googlegroups.com>",
+        "X-Original-From": f"{name} <{address}>",
+        "Reply-To": f"{name} <{address}>",
+    },
+    # cgroups' archive: b4's web relay sends in its own name, with a devnull address.
+    "b4-relay": lambda name, address: {
+        "From": f"{name} via B4 Relay <devnull+{address.replace('@', '.')}@kernel.org>",
+        "X-Original-From": f"{name} <{address}>",
+        "Reply-To": address,
+    },
+}
+
+
+@pytest.mark.parametrize("relay", RELAYS)
+def test_series_sent_through_a_relay_are_their_authors(db, make, ingest_settings, relay):
+    """Each author's series is the author's, not the relay's: apart from one another (Google
+    Groups gives every author the group's address), and with the address a reply reaches."""
+    bob = ("Bob Other", "bob@example.com")
+    spare = tuple(c for c in DEFAULT_POOL if c not in series_changes(V1))[:3]
+    v1 = make(V1)
+    # Bob answers Ada's cover letter with three patches of his own, without a cover letter.
+    other = make(SeriesSpec(title="unused", author=bob, patches=3, cover=False, changes=spare,
+                            in_reply_to=reply_to(v1),
+                            start_date=dt.datetime(2026, 12, 1, tzinfo=dt.UTC)))
+
+    def relayed(mails: list[bytes], person: tuple[str, str]) -> list[bytes]:
+        for name, value in RELAYS[relay](*person).items():
+            mails = [with_header(m, name, value) for m in mails]
+        return mails
+
+    store(db, relayed(v1, ("Ada Reclaim", "ada@example.org")) + relayed(other, bob),
+          ingest_settings)
+    found = {s["author"]["email"]: s for s in all_series(db)}
+    assert set(found) == {"ada@example.org", "bob@example.com"}
+    assert found["ada@example.org"]["author"]["name"] == "Ada Reclaim"
+    assert [shape(v) for v in found["ada@example.org"]["versions"]] == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True)
+    ]
+    assert [shape(v) for v in found["bob@example.com"]["versions"]] == [
+        (1, None, ids(other), True)
+    ]
+
+
 def test_counterless_patch_in_a_thread_of_numbered_patches(db, make, ingest_settings):
     v1 = make(V1)
     # A fix-up sent as a plain [PATCH] in reply to the cover letter: not patch 1 of 3.

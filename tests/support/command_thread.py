@@ -43,8 +43,8 @@ HANNES = ("Johannes Weiner", "hannes@cmpxchg.org")  # RECLAIM maintainer, Cc'd o
 YUANCHU = ("Yuanchu Xie", "yuanchu@google.com")  # MGLRU maintainer, not on the thread
 MALLORY = ("Mallory Nobody", "mallory@example.net")
 RITA = ("Rita Reviewer", "rita@example.org")  # Cc'd on the series, not in MAINTAINERS
-# The domains whose keys the key table holds (every sender above).
-DOMAINS = ("example.org", "cmpxchg.org", "google.com", "example.net")
+# The domains whose keys the key table holds (every sender above, and B4 Relay's).
+DOMAINS = ("example.org", "cmpxchg.org", "google.com", "example.net", "kernel.org")
 
 
 class Thread:
