@@ -22,14 +22,24 @@ _PULL_TAG = re.compile(r"\[[^]]*\bGIT\s+PULL\b", re.I)
 
 
 def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
-             gives_trailers: bool) -> MessageKind:
+             gives_trailers: bool, never_posted: bool) -> MessageKind:
     """The kind of a message.
 
     `prose` is the body without its diff; `replying` says the message has In-Reply-To or
     References headers, even if its subject lacks `Re:`; `gives_trailers` that its prose gives
     follow-up trailers (Reviewed-by, Acked-by, Tested-by, Reported-by, Closes:, ...; not
-    Signed-off-by).
+    Signed-off-by); `never_posted` that it is no patch posting whatever it carries
+    (`bot.mail.automated`).
     """
+    kind = _kind(subject, has_diff=has_diff, prose=prose, replying=replying,
+                 gives_trailers=gives_trailers)
+    if never_posted and kind in (MessageKind.PATCH, MessageKind.COVER):
+        return MessageKind.OTHER
+    return kind
+
+
+def _kind(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
+          gives_trailers: bool) -> MessageKind:
     if subject.reply:
         return MessageKind.INLINE_DIFF if has_diff else MessageKind.REVIEW
     if ("PULL" in subject.raw.upper() and _PULL_TAG.search(subject.raw)) or _is_pull_body(prose):

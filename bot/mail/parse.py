@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from bot.mail.automated import AUTOMATED_FIELDS, never_posted
 from bot.mail.classify import classify
 from bot.mail.diff import scan_diff
 from bot.mail.headers import (
@@ -46,7 +47,7 @@ _MAIL_FIELDS = frozenset({
 # The fields parse_message reads, with and without To and Cc
 _FIELDS = frozenset({
     "message-id", "in-reply-to", "references", "from", "date", "list-id", "subject",
-}) | PART_FIELDS | RELAY_FIELDS  # fmt: skip
+}) | PART_FIELDS | RELAY_FIELDS | AUTOMATED_FIELDS  # fmt: skip
 _FIELDS_WITH_RECIPIENTS = _FIELDS | {"to", "cc"}
 _REDUCED_SENDER = re.compile(r"\[([^]]+)\]")
 _LIST_ID = re.compile(r"<([^<>\s]+)>")
@@ -109,6 +110,7 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
         replying=replying,
         gives_trailers=(replying and scan.diff is None and not subject.reply
                         and _gives_trailers(scan.prose)),
+        never_posted=never_posted(headers),
     )
     diff, files, fingerprint = scan.diff, scan.files, scan.fingerprint
     if kind is MessageKind.COVER and diff is not None:

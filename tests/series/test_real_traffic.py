@@ -216,6 +216,19 @@ def test_series_sent_through_a_relay_are_their_authors(db, make, ingest_settings
     ]
 
 
+def test_patches_marked_for_tools_to_ignore_are_no_series(db, make, ingest_settings):
+    """Sasha's AUTOSEL backports (cgroups' archive: 159 such patches) ask patchwork to ignore
+    them: no series, so nothing for the planner to test on the mm tree and answer."""
+    autosel = make(SeriesSpec(title="unused", patches=3, cover=False,
+                              subject_prefix="PATCH AUTOSEL 6.1"))
+    assert header(autosel[0], "Subject").startswith("[PATCH AUTOSEL 6.1 1/3] ")
+    store(db, [with_header(m, "X-Patchwork-Hint", "ignore") for m in autosel], ingest_settings)
+    assert all_series(db) == []
+    # The same patch unmarked is a patch.
+    store(db, [with_header(autosel[0], "Message-ID", "<unmarked@example.org>")], ingest_settings)
+    assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [1]
+
+
 def test_counterless_patch_in_a_thread_of_numbered_patches(db, make, ingest_settings):
     v1 = make(V1)
     # A fix-up sent as a plain [PATCH] in reply to the cover letter: not patch 1 of 3.

@@ -1,0 +1,28 @@
+"""Mail that is never a patch posting, whatever it carries: its sender asked tools to ignore it,
+or a machine sent it.
+
+Such mail carries diffs that are not submissions: Greg's "Patch ... has been added to the
+6.1-stable tree", Sasha's `[PATCH AUTOSEL 6.1 12/40]` backport candidates and the kernel test
+robot's suggested fixes (all marked `X-Patchwork-Hint: ignore`, patchwork's convention),
+bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834) and tip-bot2's notice of each
+commit merged (`Robot-ID`). As patches they became series the planner tested and the bot
+answered: an AUTOSEL series touching mm/vmscan.c, tested on the mm tree. They stay what else
+they are (a review, a reply), so a robot's reply keeps its trailers.
+"""
+
+from __future__ import annotations
+
+from bot.mail.mime import Headers, first
+
+AUTOMATED_FIELDS = frozenset({"x-patchwork-hint", "auto-submitted", "robot-id"})
+
+
+def never_posted(headers: Headers) -> bool:
+    """Whether the mail asks tools to ignore it, or says a machine sent it."""
+    hint = first(headers, "x-patchwork-hint")
+    if hint is not None and hint.strip().lower() == "ignore":
+        return True
+    submitted = first(headers, "auto-submitted")
+    if submitted is not None and submitted.split(";")[0].strip().lower() not in ("", "no"):
+        return True
+    return first(headers, "robot-id") is not None

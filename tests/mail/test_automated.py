@@ -1,0 +1,60 @@
+"""Mail that asks tools to ignore it, or that a machine sent, is no patch posting
+(`bot.mail.automated`). The header lines are those of real archived mail (kasan-dev, cgroups,
+linux-erofs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.mail import MessageKind, parse_message
+from tests.mail.test_mail_parse import mail
+
+DIFF = """\
+Signed-off-by: Ada Reclaim <ada@example.org>
+---
+ mm/vmscan.c | 2 +-
+ 1 file changed, 1 insertion(+), 1 deletion(-)
+
+diff --git a/mm/vmscan.c b/mm/vmscan.c
+index 1111111..2222222 100644
+--- a/mm/vmscan.c
++++ b/mm/vmscan.c
+@@ -1,3 +1,3 @@
+ int a;
+-int b;
++int c;
+ int d;
+"""
+COMMON = ("From: Ada Reclaim <ada@example.org>", "Date: Mon, 30 Nov 2026 10:00:00 +0000",
+          "Message-ID: <automated-1@example.org>")
+
+
+@pytest.mark.parametrize("lines", [
+    pytest.param(("Subject: Patch \"mm: fix\" has been added to the 6.1-stable tree",
+                  "X-stable: commit", "X-Patchwork-Hint: ignore"), id="stable-notice"),
+    pytest.param(("Subject: [PATCH AUTOSEL 6.1 12/40] mm: fix",
+                  "X-Patchwork-Hint: Ignore"), id="autosel"),
+    pytest.param(("Subject: [Bug 204479] KASAN hit at modprobe zram",
+                  "X-Bugzilla-Type: changed", "Auto-Submitted: auto-generated"), id="bugzilla"),
+    pytest.param(("Subject: [tip: x86/core] mm: fix", "X-Mailer: tip-git-log-daemon",
+                  "Robot-ID: <tip-bot2.linutronix.de>"), id="tip-bot2"),
+    pytest.param(("Subject: [PATCH 0/2] mm: fixes", "X-Patchwork-Hint: ignore"),
+                 id="cover-letter"),
+])
+def test_a_diff_that_is_no_submission_is_no_patch(lines):
+    body = DIFF if "0/2" not in lines[0] else "Two fixes.\n\n" + DIFF.split("---\n", 1)[1][:90]
+    assert parse_message(mail(*COMMON, *lines, body=body)).kind is MessageKind.OTHER
+
+
+@pytest.mark.parametrize("lines, kind", [
+    # Auto-Submitted: no is a person's mail (RFC 3834); another hint is no request to ignore.
+    pytest.param(("Subject: [PATCH] mm: fix", "Auto-Submitted: no"), MessageKind.PATCH,
+                 id="auto-submitted-no"),
+    pytest.param(("Subject: [PATCH] mm: fix", "X-Patchwork-Hint: comment"), MessageKind.PATCH,
+                 id="other-hint"),
+    # The kernel test robot's reply stays a reply (its trailers count).
+    pytest.param(("Subject: Re: [PATCH] mm: fix", "In-Reply-To: <p@example.org>",
+                  "X-Patchwork-Hint: ignore"), MessageKind.INLINE_DIFF, id="robot-reply"),
+])
+def test_what_a_machine_sends_otherwise_keeps_its_kind(lines, kind):
+    assert parse_message(mail(*COMMON, *lines, body=DIFF)).kind is kind
