@@ -265,6 +265,9 @@ def _unchanged(version: VersionRecord, posting: Posting, rows: dict[str, Any]) -
         and version.version == posting.version
         and version.patches == {i: rows[m].id for i, m in posting.patches.items()}
         and version.notes == posting.notes  # a Message-ID found shared since
+        # the same rows read again otherwise (`bot.ingest.reparse`): a relay's author, a title
+        and version.author_email == posting.author
+        and version.title == posting.title
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from bot.db.models import Message, pack_mail
+from bot.db.models import Message, Patch, Series, SeriesVersion, Trailer, pack_mail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
 from bot.series import grouping
@@ -155,3 +155,32 @@ def test_series_grouped_as_an_older_lorelab_did_are_assembled_again(
     assert state(db) == expected
     (series,) = all_series(db)
     assert [len(v["patches"]) for v in series["versions"]] == [4]
+
+
+def test_series_sent_through_a_relay_become_their_authors(
+    db, db_url, tree, ingest_settings, tmp_path
+):
+    """Stored before lorelab read a relay's mail as its author's (`bot.mail.relayed`), the
+    series was the relay's; read again, it is the author's, as if stored now."""
+    relayed = [
+        with_header(with_header(m, "From", "\"'Ada Reclaim' via kasan-dev\" "
+                                           "<kasan-dev@googlegroups.com>"),
+                    "X-Original-From", "Ada Reclaim <ada@example.org>")
+        for m in make_series(tree, SeriesSpec(title="kasan: read again", patches=2))
+    ]
+    store(db, relayed, ingest_settings)
+    expected = state(db)
+    with db.session() as session:  # the rows and series as an older lorelab made them
+        threads = session.scalars(sa.update(Message).values(
+            from_email="kasan-dev@googlegroups.com", from_name="'Ada Reclaim' via kasan-dev"
+        ).returning(Message.thread_id)).all()
+        for table in (Trailer, Patch, SeriesVersion, Series):
+            session.execute(sa.delete(table))
+        update_series(session, set(threads))
+        session.commit()
+    assert [s["author"]["email"] for s in all_series(db)] == ["kasan-dev@googlegroups.com"]
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert summary["columns"] == {"from_email": 3, "from_name": 3}
+    assert state(db) == expected
+    assert [s["author"]["email"] for s in all_series(db)] == ["ada@example.org"]
