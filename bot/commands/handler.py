@@ -252,8 +252,8 @@ class _Handler:
         if verdict.verified and verdict.address != parent.sender.key:
             # A relay's mail (its signature vouches for the relay, not the author it names:
             # bot.mail.relayed), or a From lorelab's parser reads another way: trust neither.
-            return Authenticity("", reason=f"it is signed for {verdict.address}, not for its "
-                                f"author as lorelab reads it ({parent.sender.key})")
+            return Authenticity("", reason=f"it is vouched for as {verdict.address}, but "
+                                f"lorelab reads its author as {parent.sender.key}")
         return verdict
 
     def requester(self, session: Session, mail: _Mail, judged: bool) -> Requester:

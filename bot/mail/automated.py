@@ -5,9 +5,10 @@ Such mail carries diffs that are not submissions: Greg's "Patch ... has been add
 6.1-stable tree", Sasha's `[PATCH AUTOSEL 6.1 12/40]` backport candidates and the kernel test
 robot's suggested fixes (all marked `X-Patchwork-Hint: ignore`, patchwork's convention),
 bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834) and tip-bot2's notice of each
-commit merged (`Robot-ID`). As patches they became series the planner tested and the bot
-answered: an AUTOSEL series touching mm/vmscan.c, tested on the mm tree. They stay what else
-they are (a review, a reply), so a robot's reply keeps its trailers.
+commit merged (`Robot-ID`). As patches they became series, which the planner tests and the
+bot answers when they are complete and touch a watched file: Greg's notice that a fix to
+mm/vmscan.c went into 6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a robot's reply keeps its
+trailers.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ address reaches no one). So the sender of such a mail is the author the relay na
 address of X-Original-From, else of Reply-To. Mail without the "via" form keeps its From, so
 a Reply-To set by an author for other reasons changes nothing. The raw mail keeps its From, and
 a command sent through a relay is not taken as the author's: the relay's signature vouches for
-the relay (`bot.commands.authenticity`).
+the relay (`bot.commands.handler`).
 """
 
 from __future__ import annotations

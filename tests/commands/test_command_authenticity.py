@@ -175,8 +175,8 @@ def test_a_command_sent_through_a_relay_in_the_authors_name_does_not_act(db, tmp
     thread.store(raw)
     [outcome] = thread.handle(raw)
     assert outcome.outcome == "unverified"
-    assert ("signed for devnull+ada.example.org@kernel.org, not for its author as lorelab reads "
-            "it (ada@example.org)") in outcome.detail
+    assert ("vouched for as devnull+ada.example.org@kernel.org, but lorelab reads its author as "
+            "ada@example.org") in outcome.detail
     assert thread.run(test.run_ids[0]).state == "queued"
 
 
