@@ -7,8 +7,8 @@ robot's suggested fixes (all marked `X-Patchwork-Hint: ignore`, patchwork's conv
 bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834) and tip-bot2's notice of each
 commit merged (`Robot-ID`). As patches they became series, which the planner tests and the
 bot answers when they are complete and touch a watched file: Greg's notice that a fix to
-mm/vmscan.c went into 6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a robot's reply keeps its
-trailers.
+mm/vmscan.c went into 6.1-stable, tested on the mm tree. They stay what else they are (a
+review, a reply), so a robot's reply keeps its trailers.
 """
 
 from __future__ import annotations
