@@ -203,8 +203,11 @@ def test_series_sent_through_a_relay_are_their_authors(db, make, ingest_settings
             mails = [with_header(m, name, value) for m in mails]
         return mails
 
-    store(db, relayed(v1, ("Ada Reclaim", "ada@example.org")) + relayed(other, bob),
-          ingest_settings)
+    # Rita's review through the same relay gives her trailer: the sender is Rita, not the relay.
+    review = make_reply(v1[2], author=("Rita Reviewer", "rita@example.org"), body="Fine.",
+                        trailers=["Reviewed-by: Rita Reviewer <rita@example.org>"])
+    store(db, relayed(v1, ("Ada Reclaim", "ada@example.org")) + relayed(other, bob)
+          + relayed([review], ("Rita Reviewer", "rita@example.org")), ingest_settings)
     found = {s["author"]["email"]: s for s in all_series(db)}
     assert set(found) == {"ada@example.org", "bob@example.com"}
     assert found["ada@example.org"]["author"]["name"] == "Ada Reclaim"
@@ -213,6 +216,10 @@ def test_series_sent_through_a_relay_are_their_authors(db, make, ingest_settings
     ]
     assert [shape(v) for v in found["bob@example.com"]["versions"]] == [
         (1, None, ids(other), True)
+    ]
+    given = found["ada@example.org"]["versions"][0]["patches"][1]["trailers"]
+    assert [(t["name"], t["value"]) for t in given if t["origin"] != "own"] == [
+        ("Reviewed-by", "Rita Reviewer <rita@example.org>")
     ]
 
 
