@@ -7,24 +7,9 @@ from __future__ import annotations
 import pytest
 
 from bot.mail import MessageKind, parse_message
+from tests.ingest.test_hostile_mail import DIFF
 from tests.mail.test_mail_parse import mail
 
-DIFF = """\
-Signed-off-by: Ada Reclaim <ada@example.org>
----
- mm/vmscan.c | 2 +-
- 1 file changed, 1 insertion(+), 1 deletion(-)
-
-diff --git a/mm/vmscan.c b/mm/vmscan.c
-index 1111111..2222222 100644
---- a/mm/vmscan.c
-+++ b/mm/vmscan.c
-@@ -1,3 +1,3 @@
- int a;
--int b;
-+int c;
- int d;
-"""
 COMMON = ("From: Ada Reclaim <ada@example.org>", "Date: Mon, 30 Nov 2026 10:00:00 +0000",
           "Message-ID: <automated-1@example.org>")
 
