@@ -28,7 +28,8 @@ from bot.db.models import RulesEdition
 #    partial reroll stands beside a whole vN posted later in another thread (`rerolls`).
 # 3: a mail a relay sent in its author's name ("Name via kasan-dev", "Name via B4 Relay") is the
 #    author's (`bot.mail.relayed`); mail that asks tools to ignore it or that a machine sent
-#    (stable's notices, AUTOSEL, tip-bot2) is no patch posting (`bot.mail.automated`).
+#    (stable's notices, AUTOSEL, tip-bot2) is no patch posting (`bot.mail.automated`);
+#    `[EXTERNAL] Re: [PATCH]` is a reply (`bot.mail.subject`).
 RULES_EDITION = 3
 
 _table = RulesEdition.__table__

@@ -7,7 +7,10 @@ precompiled patterns this costs about 8 us, and nothing for a subject seen befor
 in a thread repeats it).
 The rules are b4's:
 - a reply starts with `Re:`/`Aw:`/`Fwd:`, or any 2-3 letter word and a colon before `[`
-  (`SV: [PATCH]`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`) so the tags still count;
+  (`SV: [PATCH]`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`) so the tags still count,
+  and tags without PATCH, RFC or RESEND before them (`[EXTERNAL] Re: [PATCH]`, a gateway's;
+  `[-next conflict imminent] Re: [PATCH v2 0/7]`, a reply with a diff that b4 takes for a
+  patch);
 - brackets inside brackets are flattened (`[PATCH [v2] 1/3]` -> `[PATCH v2 1/3]`);
 - every leading `[...]` group is split into words (on whitespace and, beyond b4, on commas, so
   `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
@@ -30,6 +33,8 @@ import re
 from bot.mail.record import Subject
 
 _REPLY = re.compile(r"(?:re|aw|fwd?)\s*:\s*|\w{2,3}:\s*(?=\[)", re.I)
+_TAGS_BEFORE_REPLY = re.compile(r"(?:\[[^\[\]]*]\s*)+(?=(?:re|aw|fwd?)\s*:)", re.I)
+_POSTING_TAG = re.compile(r"patch|rfc|resend", re.I)
 _INNER_OPEN = re.compile(r"\[([^]]*)\[([^\[\]]*)]")
 _INNER_CLOSE = re.compile(r"\[([^]]*)]([^\[\]]*)]")
 _GROUP = re.compile(r"\[([^]]*)]\s*")
@@ -54,7 +59,11 @@ def parse_subject(raw: str) -> Subject:
     while True:
         match = _REPLY.match(subject)
         if match is None:
-            break
+            tags = _TAGS_BEFORE_REPLY.match(subject)
+            if tags is None or _POSTING_TAG.search(tags[0]):
+                break
+            subject = subject[tags.end() :]  # another's tags, not the patch's: dropped
+            continue
         reply = True
         subject = subject[match.end() :]
 

@@ -273,6 +273,9 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
          ("In-Reply-To: <p@x>",), MessageKind.REVIEW),
         ("Re: [PATCH 1/2] mm: patch", "Try this:\n\n" + DIFF, ("In-Reply-To: <p@x>",),
          MessageKind.INLINE_DIFF),
+        # kasan-dev: a topic tag before "Re:"; the diff is a suggestion, not a v1 of one patch
+        ("[-next conflict imminent] Re: [PATCH v2 0/7] mm, slub: x", "Fixed up:\n\n" + DIFF,
+         ("In-Reply-To: <c@x>",), MessageKind.INLINE_DIFF),
         ("[GIT PULL] mm-hotfixes-stable for 6.7-rc7", "Linus, please pull.\n", (),
          MessageKind.PULL_REQUEST),
         ("mm fixes for 6.7",

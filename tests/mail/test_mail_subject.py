@@ -50,6 +50,16 @@ from bot.mail.subject import parse_subject
         ("SV: [PATCH] swedish reply", dict(reply=True, patch=True)),
         ("Fwd: [PATCH] forwarded", dict(reply=True, patch=True)),
         ("Re: Re: [PATCH v2 1/2] twice", dict(reply=True, patch=True, version=2, counter=1)),
+        # Another's tags before "Re:" (a gateway's, a topic): a reply, the tags dropped.
+        ("[EXTERNAL] Re: [PATCH v2 1/3] foo",
+         dict(reply=True, patch=True, version=2, counter=1, total=3, title="foo", prefixes=())),
+        ("[-next conflict imminent] Re: [PATCH v2 0/7] mm, slub: x",
+         dict(reply=True, patch=True, version=2, counter=0, total=7, title="mm, slub: x")),
+        ("[syzbot ci] Re: mm: remove nth_page()",
+         dict(reply=True, patch=False, title="mm: remove nth_page()")),
+        # ... but a posting's own tags are a posting's (cgroups: an RFC series in reply).
+        ("[RFC PATCH 0/3] Re: [PATCH v17 14/21] mm/compaction: x",
+         dict(reply=False, patch=True, rfc=True, counter=0, total=3)),
         ("[GIT PULL] mm fixes for 6.7-rc7", dict(patch=False, prefixes=("GIT", "PULL"))),
         ("[RFC] mm: an idea", dict(rfc=True, patch=False, title="mm: an idea")),
         ("Re: plain discussion", dict(reply=True, patch=False, title="plain discussion")),
