@@ -224,7 +224,7 @@ def test_series_sent_through_a_relay_are_their_authors(db, make, ingest_settings
 
 
 def test_patches_marked_for_tools_to_ignore_are_no_series(db, make, ingest_settings):
-    """Sasha's AUTOSEL backports (cgroups' archive: 159 such patches) ask patchwork to ignore
+    """Sasha's AUTOSEL backports (148 of cgroups' archive's patches) ask patchwork to ignore
     them: no series, so nothing for the planner to test on the mm tree and answer."""
     autosel = make(SeriesSpec(title="unused", patches=3, cover=False,
                               subject_prefix="PATCH AUTOSEL 6.1"))
