@@ -66,6 +66,7 @@ from bot.config.sections import CommandSettings
 from bot.db.models import CommandRequest, Message, Patch, SeriesVersion, utcnow
 from bot.db.session import Database
 from bot.mail import parse_message
+from bot.mail.automated import auto_submitted
 from bot.report.compose.command_reply import CommandAnswer, compose_command_reply
 from bot.report.compose.from_db import parent_message, reply_options
 from bot.report.compose.inputs import ParentMessage
@@ -193,8 +194,8 @@ def _mails_with_commands(db: Database, settings: Settings, message_ids: Sequence
 
 
 def _auto_submitted(raw: bytes) -> bool:
-    value = BytesHeaderParser().parsebytes(raw).get("Auto-Submitted", "no")
-    return str(value).strip().lower() != "no"
+    value = BytesHeaderParser().parsebytes(raw).get("Auto-Submitted")
+    return auto_submitted(None if value is None else str(value))
 
 
 @dataclass

@@ -23,7 +23,10 @@ def never_posted(headers: Headers) -> bool:
     hint = first(headers, "x-patchwork-hint")
     if hint is not None and hint.strip().lower() == "ignore":
         return True
-    submitted = first(headers, "auto-submitted")
-    if submitted is not None and submitted.split(";")[0].strip().lower() not in ("", "no"):
-        return True
-    return first(headers, "robot-id") is not None
+    return auto_submitted(first(headers, "auto-submitted")) or "robot-id" in headers
+
+
+def auto_submitted(value: str | None) -> bool:
+    """Whether an Auto-Submitted field's value (None: no such field) says a machine sent the
+    mail: anything but `no`, its parameters aside (RFC 3834)."""
+    return value is not None and value.split(";")[0].strip().lower() != "no"
