@@ -37,11 +37,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench")]  # bench/ingest.py imports `machine` so
 
+from bench.archive import archive_mail, epochs_of  # noqa: E402
 from bench.ingest import Corpus, write_mbox  # noqa: E402
 from bench.machine import compile_lorelab, describe, machine  # noqa: E402
 from bench.measured import Measured, run_measured  # noqa: E402
-from bot.ingest.catfile import read_blobs  # noqa: E402
-from bot.ingest.pigit import parse_log  # noqa: E402
 from tests.support.pi_server import PublicInbox, missing_reason  # noqa: E402
 
 RATIO_TARGET = 0.6
@@ -50,10 +49,6 @@ PIPELINE = (
     "git --git-dir {0} log --raw --no-renames --no-abbrev --format= "
     "| awk '$6 == \"m\" {{ print $4 }}' | git --git-dir {0} cat-file --batch > /dev/null"
 )
-
-
-def epochs_of(archive: Path) -> list[Path]:
-    return sorted((archive / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
 
 
 def io_limit(archive: Path, repeat: int = 3) -> float:
@@ -73,14 +68,9 @@ def bare_parse(archive: Path) -> tuple[int, float, float]:
     start, cpu = time.perf_counter(), time.process_time()
     children = os.times()
     count = 0
-    for epoch in epochs_of(archive):
-        out = subprocess.run(["git", "--git-dir", str(epoch), "log", "--reverse", "--raw",
-                              "--no-renames", "--no-abbrev", "--format=%x00%H"],
-                             capture_output=True, check=True).stdout
-        blobs = [c.blob for c in parse_log(out) if not c.removed]
-        for blob in read_blobs(epoch, blobs):
-            email.message_from_bytes(blob.data or b"", policy=email.policy.compat32)
-            count += 1
+    for data in archive_mail(archive):
+        email.message_from_bytes(data, policy=email.policy.compat32)
+        count += 1
     after = os.times()
     git_cpu = (after.children_user + after.children_system
                - children.children_user - children.children_system)

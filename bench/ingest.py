@@ -1,6 +1,7 @@
 """The ingest benchmark: how close `lorelab ingest mbox` comes to bare stdlib parsing.
 
-Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep DIR] [--json]`.
+Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--archive DIR] [--rounds 3]
+[--keep DIR] [--json]`.
 
 1. Generates an LKML-like mboxrd file, synthetically and deterministically (seeded): patch
    series with cover letters and 1..12 patches in versions v1..v3 (shallow or deep threading,
@@ -8,7 +9,9 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--rounds 3] [--keep
    inline diffs and trailers, long discussions (some over 100 messages deep), syzbot reports
    and pull requests; quoted-printable, base64, multipart and latin-1 bodies; RFC 2047 names;
    the header blocks lore really carries (Received chains, DKIM-Signature, ARC-*, List-*,
-   X-Mailer ...); 1 KB to 60 KB per message; a few cross-posted duplicates.
+   X-Mailer ...); 1 KB to 60 KB per message; a few cross-posted duplicates. With `--archive`,
+   instead, the oldest `--messages` mails of a real list's public-inbox archive (0: all), as
+   the git path reads them (`bench/archive.py`), written as an mboxrd file the same way.
 2. Bare parse: reads the file with the same splitter the ingest uses
    (`bot.ingest.sources.iter_mbox`, which also undoes the mboxrd escaping) and calls
    `email.message_from_bytes(raw, policy=email.policy.compat32)` on each message. The
@@ -64,6 +67,7 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from machine import compile_lorelab, machine
@@ -1014,6 +1018,16 @@ def versions(lorelab: str) -> dict[str, str]:
     return found
 
 
+def corpus(args: argparse.Namespace) -> list[bytes]:
+    """The mail to measure: generated, or the oldest `--messages` of a real list's archive."""
+    if args.archive is None:
+        return Corpus(args.seed).messages(args.messages)
+    from archive import archive_mail  # imports lorelab's git reader: only when asked for
+
+    mail = archive_mail(args.archive)
+    return list(islice(mail, args.messages) if args.messages else mail)
+
+
 def size_stats(messages: list[bytes]) -> dict[str, int]:
     sizes = sorted(len(m) for m in messages)
     return {"min": sizes[0], "median": sizes[len(sizes) // 2],
@@ -1023,8 +1037,12 @@ def size_stats(messages: list[bytes]) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     """Generate, measure, print; exit 1 when the ingest run failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=20000)
+    parser.add_argument("--messages", type=int, default=20000,
+                        help="messages to generate, or to take from --archive (0: all of it)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--archive", type=Path,
+                        help="a real list's public-inbox archive: its oldest mail, not the "
+                             "generated corpus")
     parser.add_argument("--keep", type=Path, help="keep the mbox and the database in DIR")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--rounds", type=int, default=3,
@@ -1043,8 +1061,9 @@ def main(argv: list[str] | None = None) -> int:
     mbox = workdir / "bench.mbox"
     try:
         started = time.perf_counter()
-        messages = Corpus(args.seed).messages(args.messages)
+        messages = corpus(args)
         write_mbox(messages, mbox)
+        args.messages = len(messages)
         generated = time.perf_counter() - started
         unique = len({hashlib.sha1(m).digest() for m in messages})
         sizes = size_stats(messages)
@@ -1068,6 +1087,8 @@ def main(argv: list[str] | None = None) -> int:
         bare = BareResult(bares[0].messages, statistics.median(b.seconds for b in bares),
                           bares[0].defects, statistics.median(b.cpu_seconds for b in bares))
         report: dict[str, object] = {
+            "corpus": (f"the oldest {args.messages} messages of {args.archive}" if args.archive
+                       else f"generated, LKML-like, seed {args.seed}"),
             "messages": bare.messages,
             "unique_messages": unique,
             "mbox_bytes": mbox.stat().st_size,
@@ -1153,10 +1174,11 @@ def main(argv: list[str] | None = None) -> int:
 def print_report(report: dict) -> None:
     bare, m, v = report["bare_parse"], report["machine"], report["versions"]
     sizes = report["message_bytes"]
-    print(f"corpus     {report['messages']} messages ({report['unique_messages']} unique), "
+    print(f"corpus     {report['corpus']}: {report['messages']} messages "
+          f"({report['unique_messages']} unique), "
           f"{report['mbox_bytes'] / 1e6:.1f} MB, sizes min {sizes['min']} / median "
           f"{sizes['median']} / p95 {sizes['p95']} / max {sizes['max']} bytes; "
-          f"generated in {report['generate_seconds']} s")
+          f"made in {report['generate_seconds']} s")
     print(f"bare parse {bare['messages_per_second']:>9.1f} msg/s  ({bare['seconds']} s; "
           f"{bare['what']}; splitting alone {bare['split_only_seconds']} s; "
           f"{bare['messages_with_defects']} with parser defects)")
