@@ -24,13 +24,12 @@ from bot.config.lab_hosts import LabHostSettings, configured_hosts
 from bot.db.models import LabCampaign, Message, Run, SeriesVersion
 from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
 from bot.report.compose.claim_view import claim_from_judged
-from bot.report.compose.from_db import answered_message, parent_message, series_info
+from bot.report.compose.from_db import answered_message, fetch_lines, parent_message, series_info
 from bot.report.compose.inputs import TreeInfo
 from bot.report.compose.machine_facts import machine_from_facts
 from bot.report.compose.reproduce import (
     BenchmarkCommand,
     ConfigRecipe,
-    apply_lines,
     bench_lines,
     build_lines,
 )
@@ -142,7 +141,7 @@ def reproduce_lines(version: SeriesVersion, run: Run, settings: Settings,
     recipe = ConfigRecipe(url=_config_url(settings, run), base=settings.build.base_config,
                           fragments=tuple(str(f) for f in settings.build.fragment_files()),
                           sha256=_config_sha256(base))
-    return (*apply_lines(version.anchor_msgid, run.base_commit or ""),
+    return (*fetch_lines(version, run.base_commit or ""),
             *build_lines(recipe, settings.build.targets))
 
 

@@ -26,9 +26,14 @@ from bot.report.compose.failure_reply import (
     compose_apply_failure,
     compose_build_failure,
 )
-from bot.report.compose.from_db import answered_message, parent_message, reply_options, series_info
+from bot.report.compose.from_db import (
+    answered_message,
+    fetch_lines,
+    parent_message,
+    reply_options,
+    series_info,
+)
 from bot.report.compose.message import ComposedReply
-from bot.report.compose.reproduce import apply_lines
 from bot.report.deliver.outbox import enqueue
 from bot.runs.follow_ups import start_follow_ups
 from bot.runs.outcome import RunOutcome, outcome_of
@@ -103,7 +108,7 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
         ctx = ApplyFailureContext(
             parent=parent, series=series, tree=tree, failing_patch=index,
             failing_subject=subject, conflicts=apply.conflicted_paths,
-            reproduce=tuple(apply_lines(version.anchor_msgid, run.base_commit or apply.base)))
+            reproduce=tuple(fetch_lines(version, run.base_commit or apply.base)))
         return compose_apply_failure(ctx, options), outcome.why
     base = BuildRecord.from_step(by_name["build-base"])
     if outcome.reply == BUILD_FAILURE:

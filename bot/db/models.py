@@ -295,6 +295,15 @@ class SeriesVersion(Base):
         return [by_index[i] for i in sorted(by_index) if i <= self.expected]
 
     @property
+    def first_message(self) -> Message | None:
+        """The message that stands for this version on the list: its cover letter, else its
+        first patch. Not the anchor, which can be a message the version was only sent in reply
+        to (a review, a bug report) or one that never arrived."""
+        if self.cover is not None:
+            return self.cover
+        return self.patches[0].message if self.patches else None
+
+    @property
     def touched_files(self) -> list[str]:
         """Every path the version's patches touch (both names of a rename), in patch order."""
         paths: dict[str, None] = {}

@@ -123,7 +123,7 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
         "prefixes": version.prefixes,
         "date": _iso(version.date),
         "notes": version.notes,
-        "url": LORE + (version.cover.msgid if version.cover else version.anchor_msgid),
+        "url": LORE + (first.msgid if (first := version.first_message) else version.anchor_msgid),
     }
     if with_patches:
         out["patches"] = [{**patch_dict(p), "from_version": p.version.version} for p in applied]
@@ -152,8 +152,9 @@ def _loading(with_patches: bool) -> list[Any]:
             ),
             selectinload(Patch.trailers),
         )
-    else:
-        patch_loads = patches.options(lazyload(Patch.message))
+    else:  # the message-id only: a cover-less version's link is its first patch's
+        patch_loads = patches.options(joinedload(Patch.message).options(
+            load_only(Message.id, Message.msgid), lazyload(Message.lists)))
     return [selectinload(Series.versions).options(cover, patch_loads)]
 
 

@@ -20,9 +20,9 @@ from bot.report.compose.alternative_reply import (
     compose_alternative_reply,
 )
 from bot.report.compose.campaign import family_level, judge_triples
-from bot.report.compose.from_db import parent_message, reply_options, series_info
+from bot.report.compose.from_db import fetch_lines, parent_message, reply_options, series_info
 from bot.report.compose.message import ComposedReply
-from bot.report.compose.reproduce import apply_lines, bench_lines
+from bot.report.compose.reproduce import bench_lines
 from bot.runs.findings import run_campaigns
 from bot.runs.outcome import Outcome, RunOutcome
 from bot.runs.records import AlternativeRecord, BuildRecord
@@ -62,7 +62,7 @@ def alternative_reply(session: sa.orm.Session, settings: Settings, run: Run,
     built = BuildRecord.from_step(next((s for s in run.steps if s.name == "build-base"), None))
     # The series' own lines build it; the alternative's tree is made before them.
     series_lines = reproduce_lines(version, run, settings, built)
-    apply = apply_lines(version.anchor_msgid, base)
+    apply = fetch_lines(version, base)
     reproduce = (*_alternative_lines(apply, placement, msgid), *series_lines[len(apply):],
                  *bench_lines([bench_command(c, host) for c in campaigns],
                               booted=first.runner != "local"))

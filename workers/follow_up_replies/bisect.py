@@ -9,9 +9,15 @@ from bot.config import Settings
 from bot.config.lab_hosts import LabHostSettings, configured_hosts
 from bot.db.models import LabCampaign, Run, SeriesVersion
 from bot.report.compose.bisect_reply import BisectReplyContext, compose_bisect_reply
-from bot.report.compose.from_db import answered_message, parent_message, reply_options, series_info
+from bot.report.compose.from_db import (
+    answered_message,
+    fetch_lines,
+    parent_message,
+    reply_options,
+    series_info,
+)
 from bot.report.compose.message import ComposedReply
-from bot.report.compose.reproduce import apply_lines, bench_lines
+from bot.report.compose.reproduce import bench_lines
 from bot.runs.bisection import Ended
 from bot.runs.outcome import RunOutcome
 from bot.runs.records import ApplyRecord, BisectRecord, BuildRecord
@@ -38,7 +44,7 @@ def bisect_reply(session: sa.orm.Session, settings: Settings, run: Run,
     reproduce: tuple[str, ...] = ()
     if decisive is not None and decisive in probes:
         base = BuildRecord.from_step(steps.get("build-base"))
-        applied = apply_lines(version.anchor_msgid, run.base_commit or "")
+        applied = fetch_lines(version, run.base_commit or "")
         build = reproduce_lines(version, run, settings, base)[len(applied):]
         shown = [c for c in campaigns if c is not None and c.id in probes[decisive].campaigns]
         back = record.patches - decisive

@@ -13,6 +13,7 @@ import email.utils
 from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
 from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
+from bot.report.compose.reproduce import apply_lines
 
 LORE = "https://lore.kernel.org/r/"
 
@@ -51,11 +52,21 @@ def _list_addresses(message: Message, recipients: tuple[Person, ...]) -> tuple[s
 
 def answered_message(version: SeriesVersion) -> Message:
     """What a series reply answers: the cover letter, else patch 1."""
-    if version.cover is not None:
-        return version.cover
-    if not version.patches:
+    message = version.first_message
+    if message is None:
         raise ValueError(f"series version {version.id} has no messages")
-    return version.patches[0].message
+    return message
+
+
+def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
+    """`apply_lines` for a stored version: `b4 am` of its first message, which reads only
+    that message's subthread when every patch applied is in it (a partial reroll's patches of
+    the version it rerolls seldom are)."""
+    first = answered_message(version)
+    parts = [p.message for p in version.applied_patches]
+    own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
+              for m in parts)
+    return apply_lines(first.msgid, version.version, base, own_subthread=own)
 
 
 def series_info(version: SeriesVersion, status_url: str = "",
@@ -64,7 +75,7 @@ def series_info(version: SeriesVersion, status_url: str = "",
         title=version.title,
         version=version.version,
         patches=version.expected,
-        lore_url=f"{LORE}{version.anchor_msgid}",
+        lore_url=f"{LORE}{answered_message(version).msgid}",
         status_url=status_url,
         series_version_id=version.id,
         anchor_msgid=version.anchor_msgid,

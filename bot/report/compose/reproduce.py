@@ -36,9 +36,15 @@ class BenchmarkCommand:
     build: str = ""
 
 
-def apply_lines(anchor_msgid: str, base: str) -> list[str]:
-    """The series on its base: `b4 am` of the thread, then `git am` on the base commit."""
-    lines = [f"b4 am -o . {anchor_msgid}"]
+def apply_lines(msgid: str, version: int, base: str, *, own_subthread: bool) -> list[str]:
+    """The series on its base: `b4 am` of the version's first message (its cover letter, else
+    patch 1), then `git am` on the base commit. `-v` because b4 takes the newest revision in
+    the thread, and a v2 sent in reply to v1 joins v1's thread, possibly after this reply;
+    `--no-parent` when every part of the version is `msgid` or a reply to it, so that b4 reads
+    only that subthread, not a discussion the version was sent into (a bug report where others
+    post their own fixes)."""
+    subthread = " --no-parent" if own_subthread else ""
+    lines = [f"b4 am -v {version}{subthread} -o . {msgid}"]
     if base:
         lines.append(f"git checkout {base} && git am ./*.mbx")
     return lines

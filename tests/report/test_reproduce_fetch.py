@@ -1,0 +1,133 @@
+"""The reply's first reproduce line, `b4 am ...`, run with the real b4 on the thread as lore
+would serve it later: it must give the patches the run tested, on SQLite and PostgreSQL.
+
+Two ways the line went wrong on real lists: a v2 sent in reply to v1's cover letter joins v1's
+thread, and b4 takes the newest revision there; and a fix sent in reply to a bug report (a
+syzbot report, a discussion: 273 of cgroups' 3,190 versions hang from a message that is not
+theirs) was fetched by that message's id, and b4 mixed in the fixes others posted there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from bot.db.models import SeriesVersion
+from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_series, make_tree
+from bot.report.compose.from_db import fetch_lines
+from bot.series.views import series_dict
+from tests.series.mailing import header, msgs_id, store
+
+B4 = str(Path(sys.executable).with_name("b4"))
+START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("tree") / "linux")
+
+
+def b4_subjects(line: str, thread: list[bytes], work: Path) -> list[str]:
+    """The subjects of the patches `line` (a reply's `b4 am ...`) writes, run offline on
+    `thread` as the archive's copy of it."""
+    mbox = work / "thread.mbox"
+    with mbox.open("wb") as out:
+        for raw in thread:
+            out.write(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + raw.rstrip(b"\n") + b"\n\n")
+    words = shlex.split(line)
+    assert words[:2] == ["b4", "am"] and words[words.index("-o") + 1] == "."
+    outdir = work / f"out{len(list(work.glob('out*')))}"
+    outdir.mkdir()
+    words[words.index("-o") + 1] = str(outdir)
+    command = [B4, "--offline-mode", "--no-stdin", "-q", "am", "-m", str(mbox), *words[2:]]
+    env = dict(os.environ, HOME=str(work), GIT_CONFIG_NOSYSTEM="1")
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)
+    assert done.returncode == 0, done.stderr
+    (am,) = outdir.glob("*.mbx")
+    return [header(b"Subject: " + s.split(b"\n\n", 1)[0], "Subject")
+            for s in am.read_bytes().split(b"\nSubject: ")[1:]]
+
+
+def stored_version(db, anchor_or_member: str) -> SeriesVersion:
+    with db.session() as session:
+        for version in session.scalars(sa.select(SeriesVersion)):
+            first = version.first_message
+            if anchor_or_member in (version.anchor_msgid, first.msgid if first else None):
+                session.expunge_all()
+                return version
+    raise AssertionError(f"no version of <{anchor_or_member}>")
+
+
+def reproduce_line(db, msgid: str) -> str:
+    with db.session() as session:
+        version = next(v for v in session.scalars(sa.select(SeriesVersion))
+                       if v.first_message is not None and v.first_message.msgid == msgid)
+        return fetch_lines(version, "")[0]
+
+
+def subjects(messages: list[bytes]) -> list[str]:
+    return [header(m, "Subject") for m in messages]
+
+
+def test_v1s_line_gives_v1_after_v2_was_sent_in_reply_to_it(db, tree, ingest_settings, tmp_path):
+    v1spec = SeriesSpec(title="mm: reclaim in larger batches", patches=2)
+    v1 = make_series(tree, v1spec)
+    v2 = make_series(tree, SeriesSpec(title=v1spec.title, patches=2, version=2,
+                                      in_reply_to=f"<{msgs_id(v1[0])}>",
+                                      same_changes_as=v1spec, revised=(2,)))
+    store(db, v1 + v2, ingest_settings)
+    line = reproduce_line(db, msgs_id(v1[0]))
+    assert line == f"b4 am -v 1 --no-parent -o . {msgs_id(v1[0])}"
+    assert b4_subjects(line, v1 + v2, tmp_path) == subjects(v1[1:])
+    # What the line said before: b4 took the newest revision in the thread, v2.
+    assert b4_subjects(line.replace("-v 1 ", ""), v1 + v2, tmp_path) == subjects(v2[1:])
+    assert b4_subjects(reproduce_line(db, msgs_id(v2[0])), v1 + v2, tmp_path) == \
+        subjects(v2[1:])
+
+
+def bug_report() -> bytes:
+    return (
+        "From: syzbot <syzbot+0123456789abcdef@syzkaller.appspotmail.com>\n"
+        f"To: {LIST_ADDRESS}\n"
+        "Subject: [syzbot] KASAN: use-after-free Read in shrink_lruvec\n"
+        "Date: Mon, 30 Nov 2026 08:00:00 +0000\n"
+        "Message-ID: <000000000000aaaa0000@google.com>\n"
+        "\n"
+        "syzbot found the following issue on:\n\nHEAD commit: 0123456789ab\n"
+    ).encode()
+
+
+def test_a_fix_sent_into_a_bug_report_is_fetched_by_its_own_message(
+    db, tree, ingest_settings, tmp_path
+):
+    report = bug_report()
+    fix = dict(title="mm/vmscan: fix a use-after-free in shrink_lruvec", patches=1, cover=False,
+               in_reply_to="<000000000000aaaa0000@google.com>")
+    ada = make_series(tree, SeriesSpec(**fix, start_date=START))
+    # Another developer's fix in the same thread, later: revision 1 too, 1/1 too.
+    bob = make_series(tree, SeriesSpec(**fix, author=("Bob Pages", "bob@example.com"),
+                                       start_date=START + dt.timedelta(hours=2),
+                                       revised=(1,), same_changes_as=SeriesSpec(**fix)))
+    thread = [report, *ada, *bob]
+    store(db, thread, ingest_settings)
+    version = stored_version(db, msgs_id(ada[0]))
+    # The version hangs from the report (what names it), but the report is not its message.
+    assert version.anchor_msgid == "000000000000aaaa0000@google.com"
+    line = reproduce_line(db, msgs_id(ada[0]))
+    assert line == f"b4 am -v 1 --no-parent -o . {msgs_id(ada[0])}"
+    assert b4_subjects(line, thread, tmp_path) == subjects(ada)
+    # By the report's id (the line before), b4 read the whole thread and put both fixes into
+    # one mbox, as if they were one series.
+    assert b4_subjects(f"b4 am -o . {version.anchor_msgid}", thread, tmp_path) == \
+        subjects(ada) + subjects(bob)
+    # `series show` links the version to Ada's patch, not to the report.
+    with db.session() as session:
+        shown = series_dict(session, session.get(SeriesVersion, version.id).series)
+    assert shown["versions"][0]["url"] == f"https://lore.kernel.org/r/{msgs_id(ada[0])}"
