@@ -129,11 +129,9 @@ def choose_version(session: Session, ref: str, number: int | None) -> SeriesVers
 
 
 def _named_by(version: SeriesVersion) -> str:
-    """A message-id of a posting's own: its cover letter's, else its first patch's (the anchor
-    may be a message it replies to)."""
-    if version.cover is not None:
-        return version.cover.msgid
-    return version.patches[0].message.msgid if version.patches else version.anchor_msgid
+    """A message-id of a posting's own (the anchor may be a message it replies to)."""
+    first = version.first_message
+    return first.msgid if first is not None else version.anchor_msgid
 
 
 @series_app.command("list")
