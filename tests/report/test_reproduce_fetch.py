@@ -1,10 +1,12 @@
 """The reply's first reproduce line, `b4 am ...`, run with the real b4 on the thread as lore
 would serve it later: it must give the patches the run tested, on SQLite and PostgreSQL.
 
-Two ways the line went wrong on real lists: a v2 sent in reply to v1's cover letter joins v1's
+Three ways the line went wrong on real lists: a v2 sent in reply to v1's cover letter joins v1's
 thread, and b4 takes the newest revision there; and a fix sent in reply to a bug report (a
 syzbot report, a discussion: 273 of cgroups' 3,190 versions hang from a message that is not
-theirs) was fetched by that message's id, and b4 mixed in the fixes others posted there.
+theirs) was fetched by that message's id, and b4 mixed in the fixes others posted there; and
+numbered patches sent with no threading headers are one series to lorelab but each a thread of
+its own on lore, where one `b4 am` finds only one of them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,11 @@ import sqlalchemy as sa
 from bot.db.models import SeriesVersion
 from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_series, make_tree
 from bot.report.compose.from_db import fetch_lines
+from bot.report.compose.reproduce import LORE_ALL
 from bot.series.views import series_dict
 from tests.series.mailing import header, msgs_id, store
+from tests.support.gitrepo import git
+from tests.support.pi_server import PublicInbox, missing_reason
 
 B4 = str(Path(sys.executable).with_name("b4"))
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
@@ -65,11 +70,16 @@ def stored_version(db, anchor_or_member: str) -> SeriesVersion:
     raise AssertionError(f"no version of <{anchor_or_member}>")
 
 
-def reproduce_line(db, msgid: str) -> str:
+def reproduce_lines(db, msgid: str, base: str = "") -> list[str]:
+    """The apply lines of the reply to the version whose first message is `msgid`."""
     with db.session() as session:
         version = next(v for v in session.scalars(sa.select(SeriesVersion))
                        if v.first_message is not None and v.first_message.msgid == msgid)
-        return fetch_lines(version, "")[0]
+        return fetch_lines(version, base)
+
+
+def reproduce_line(db, msgid: str) -> str:
+    return reproduce_lines(db, msgid)[0]
 
 
 def subjects(messages: list[bytes]) -> list[str]:
@@ -131,3 +141,32 @@ def test_a_fix_sent_into_a_bug_report_is_fetched_by_its_own_message(
     with db.session() as session:
         shown = series_dict(session, session.get(SeriesVersion, version.id).series)
     assert shown["versions"][0]["url"] == f"https://lore.kernel.org/r/{msgs_id(ada[0])}"
+
+
+@pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))
+def test_patches_in_threads_of_their_own_are_fetched_one_by_one(
+    db, tree, ingest_settings, tmp_path
+):
+    spec = SeriesSpec(title="mm/workingset: sent loose", patches=3, threading="none")
+    loose = make_series(tree, spec)
+    store(db, loose, ingest_settings)
+    base = git(tree, "rev-parse", "master").strip()
+    lines = reproduce_lines(db, msgs_id(loose[0]), base)
+    assert lines[-1] == f"git checkout {base} && git am ./*.eml"
+    # The lines run as a reader would, against a real public-inbox server in lore's place.
+    pi = PublicInbox(tmp_path / "pi")
+    for raw in loose:
+        pi.deliver(raw)
+    pi.start()
+    try:
+        work = tmp_path / "reader"
+        subprocess.run(["git", "clone", "-q", str(tree), str(work)], check=True)
+        for line in lines:
+            subprocess.run(line.replace(LORE_ALL, pi.base_url + "/"), shell=True, check=True,
+                           cwd=work, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
+                                          "GIT_COMMITTER_NAME": "Reader",
+                                          "GIT_COMMITTER_EMAIL": "reader@example.org"})
+    finally:
+        pi.stop()
+    applied = git(work, "log", "--format=%s", f"{base}..HEAD").splitlines()
+    assert applied[::-1] == [header(m, "Subject").split("] ", 1)[1] for m in loose[1:]]

@@ -13,7 +13,7 @@ import email.utils
 from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
 from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
-from bot.report.compose.reproduce import apply_lines
+from bot.report.compose.reproduce import apply_lines, raw_apply_lines
 
 LORE = "https://lore.kernel.org/r/"
 
@@ -59,14 +59,23 @@ def answered_message(version: SeriesVersion) -> Message:
 
 
 def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
-    """`apply_lines` for a stored version: `b4 am` of its first message, which reads only
-    that message's subthread when every patch applied is in it (a partial reroll's patches of
-    the version it rerolls seldom are)."""
+    """How a reader gets a stored version's patches onto `base`: `b4 am` of its first message,
+    which reads only that message's subthread when every patch applied is in it (a partial
+    reroll's patches of the version it rerolls seldom are); each patch's raw mail when some
+    are in another thread on lore, which threads by References only (lorelab joins numbered
+    parts sent with no threading headers; 16 of cgroups' 3,190 versions)."""
     first = answered_message(version)
     parts = [p.message for p in version.applied_patches]
+    if not all(_related(m) & _related(first) for m in parts):
+        return raw_apply_lines([m.msgid for m in parts], base)
     own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
               for m in parts)
     return apply_lines(first.msgid, version.version, base, own_subthread=own)
+
+
+def _related(message: Message) -> set[str]:
+    """The message-ids that put `message` in a thread: its own and those it replies to."""
+    return {message.msgid, *(message.references or ()), *filter(None, [message.in_reply_to])}
 
 
 def series_info(version: SeriesVersion, status_url: str = "",

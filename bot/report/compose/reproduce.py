@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+LORE_ALL = "https://lore.kernel.org/all/"  # every list lore archives; its /MSGID/raw is one mail
 # Files of lorelab's own that a benchmark runs are named by their path in lorelab's source.
 SOURCE_ROOT = Path(__file__).resolve().parents[3]
 
@@ -47,6 +48,16 @@ def apply_lines(msgid: str, version: int, base: str, *, own_subthread: bool) -> 
     lines = [f"b4 am -v {version}{subthread} -o . {msgid}"]
     if base:
         lines.append(f"git checkout {base} && git am ./*.mbx")
+    return lines
+
+
+def raw_apply_lines(msgids: Sequence[str], base: str) -> list[str]:
+    """The series on its base when its patches are in different threads on lore (sent with no
+    threading headers), where no one `b4 am` finds them all: each patch's raw mail, in order,
+    then `git am` of them."""
+    lines = [f"curl -s -o {n:02d}.eml {LORE_ALL}{msgid}/raw"
+             for n, msgid in enumerate(msgids, start=1)]
+    lines.append(f"git checkout {base} && git am ./*.eml" if base else "git am ./*.eml")
     return lines
 
 
