@@ -17,6 +17,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import sqlalchemy as sa
@@ -24,7 +25,7 @@ import sqlalchemy as sa
 from bot.db.models import SeriesVersion
 from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_series, make_tree
 from bot.report.compose.from_db import fetch_lines
-from bot.report.compose.reproduce import LORE_ALL
+from bot.report.compose.reproduce import LORE_ALL, apply_lines, raw_apply_lines, raw_url
 from bot.series.views import series_dict
 from tests.series.mailing import header, msgs_id, store
 from tests.support.gitrepo import git
@@ -170,3 +171,29 @@ def test_patches_in_threads_of_their_own_are_fetched_one_by_one(
         pi.stop()
     applied = git(work, "log", "--format=%s", f"{base}..HEAD").splitlines()
     assert applied[::-1] == [header(m, "Subject").split("] ", 1)[1] for m in loose[1:]]
+
+
+def test_a_hostile_message_id_is_one_quoted_word_in_every_line(tmp_path):
+    # A Message-ID is the sender's to choose; lorelab stores this one as it is.
+    msgid = "$(touch${IFS}pwned);x`id`'q@evil.org/../y"
+    lines = [apply_lines(msgid, 1, "abc123", own_subthread=True)[0],
+             raw_apply_lines([msgid], "")[0], f"curl -s {raw_url(msgid)}"]
+    for line in lines:
+        # Each program replaced by one that prints its arguments, a line a word each.
+        shown = subprocess.run(f"p() {{ printf '%s\\n' \"$@\"; }}; {_printing(line)}",
+                               shell=True, capture_output=True, text=True, cwd=tmp_path,
+                               executable="/bin/bash")
+        assert shown.returncode == 0, shown.stderr
+        words = shown.stdout.splitlines()
+        urls = [w[len(LORE_ALL):-len("/raw")] for w in words if w.startswith(LORE_ALL)]
+        # The b4 line has the Message-ID as one word; a URL has it as one path segment.
+        assert [msgid] == [w for w in words if w == msgid] or \
+            [unquote(u) for u in urls if "/" not in u] == [msgid], line
+    assert not (tmp_path / "pwned").exists()
+
+
+def _printing(line: str) -> str:
+    """`line` with its commands (b4, curl, git) replaced by the printing function `p`."""
+    for program in ("b4 ", "curl ", "git "):
+        line = line.replace(program, "p ")
+    return line

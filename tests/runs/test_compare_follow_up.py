@@ -163,7 +163,7 @@ def test_a_faster_alternative_in_place_of_a_patch_is_measured_and_answered(
             f"alternative vs series {figures['BC']}, {clause}") in flat
     assert f"Result, the alternative against the series: {alternative['verdict']}." in flat
     assert f"{len(triples)} triples" in flat and "Test machine: " in flat
-    assert f"curl -s https://lore.kernel.org/r/{msgid}/raw" in message.get_content()
+    assert f"curl -s https://lore.kernel.org/all/{msgid}/raw" in message.get_content()
 
 
 def test_an_alternative_much_faster_than_the_series_is_measured_faster(

@@ -22,13 +22,11 @@ from bot.report.compose.alternative_reply import (
 from bot.report.compose.campaign import family_level, judge_triples
 from bot.report.compose.from_db import fetch_lines, parent_message, reply_options, series_info
 from bot.report.compose.message import ComposedReply
-from bot.report.compose.reproduce import bench_lines
+from bot.report.compose.reproduce import bench_lines, raw_url
 from bot.runs.findings import run_campaigns
 from bot.runs.outcome import Outcome, RunOutcome
 from bot.runs.records import AlternativeRecord, BuildRecord
 from workers.reply_context import bench_command, machine_of, reproduce_lines, status_url
-
-LORE = "https://lore.kernel.org/r/"
 
 
 def alternative_reply(session: sa.orm.Session, settings: Settings, run: Run,
@@ -89,7 +87,7 @@ def _alternative_lines(apply: list[str], placement: Placement, msgid: str) -> li
     if placement.answers is not None and placement.where.startswith("in place"):
         after = placement.patches - placement.answers
         lines.append(f"git reset --hard HEAD~{after + 1}")
-    lines.append(f"curl -s {LORE}{msgid}/raw | git apply --index && git commit -qm alternative")
+    lines.append(f"curl -s {raw_url(msgid)} | git apply --index && git commit -qm alternative")
     if after:
         lines.append(f"git cherry-pick ORIG_HEAD~{after}..ORIG_HEAD")
     return lines

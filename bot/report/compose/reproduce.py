@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 LORE_ALL = "https://lore.kernel.org/all/"  # every list lore archives; its /MSGID/raw is one mail
 # Files of lorelab's own that a benchmark runs are named by their path in lorelab's source.
@@ -45,7 +46,7 @@ def apply_lines(msgid: str, version: int, base: str, *, own_subthread: bool) -> 
     only that subthread, not a discussion the version was sent into (a bug report where others
     post their own fixes)."""
     subthread = " --no-parent" if own_subthread else ""
-    lines = [f"b4 am -v {version}{subthread} -o . {msgid}"]
+    lines = [f"b4 am -v {version}{subthread} -o . {shlex.quote(msgid)}"]
     if base:
         lines.append(f"git checkout {base} && git am ./*.mbx")
     return lines
@@ -55,10 +56,18 @@ def raw_apply_lines(msgids: Sequence[str], base: str) -> list[str]:
     """The series on its base when its patches are in different threads on lore (sent with no
     threading headers), where no one `b4 am` finds them all: each patch's raw mail, in order,
     then `git am` of them."""
-    lines = [f"curl -s -o {n:02d}.eml {LORE_ALL}{msgid}/raw"
+    width = max(2, len(str(len(msgids))))  # names that sort in patch order for the glob
+    lines = [f"curl -s -o {n:0{width}d}.eml {raw_url(msgid)}"
              for n, msgid in enumerate(msgids, start=1)]
     lines.append(f"git checkout {base} && git am ./*.eml" if base else "git am ./*.eml")
     return lines
+
+
+def raw_url(msgid: str) -> str:
+    """lore's URL of one mail as it was sent, quoted for the shell. A Message-ID is the
+    sender's to choose (`<$(reboot)@example.org>` is a valid one): never pasted bare into a
+    line a reader runs. The path escapes what public-inbox escapes in its own links."""
+    return shlex.quote(LORE_ALL + quote(msgid, safe="-._~!$&'()*+,;=:@") + "/raw")
 
 
 def build_lines(config: ConfigRecipe, targets: Sequence[str] = ("bzImage",)) -> list[str]:
