@@ -103,6 +103,18 @@ def test_v1s_line_gives_v1_after_v2_was_sent_in_reply_to_it(db, tree, ingest_set
         subjects(v2[1:])
 
 
+def test_the_revision_is_the_one_b4_reads(db, tree, ingest_settings, tmp_path):
+    made = make_series(tree, SeriesSpec(title="mm: one fix", patches=1, cover=False, version=3))
+    patch = made[0].replace(b"[PATCH v3]", b"[PATCH -v3]", 1)
+    store(db, [patch], ingest_settings)
+    with db.session() as session:
+        assert session.scalar(sa.select(SeriesVersion.version)) == 3  # as lorelab reads it
+    line = reproduce_line(db, msgs_id(patch))
+    assert line == f"b4 am -v 1 --no-parent -o . {msgs_id(patch)}"  # as b4 reads it
+    (got,) = b4_subjects(line, [patch], tmp_path)
+    assert got == header(patch, "Subject").replace("[PATCH -v3]", "[PATCH]")  # b4's own prefix
+
+
 def bug_report() -> bytes:
     return (
         "From: syzbot <syzbot+0123456789abcdef@syzkaller.appspotmail.com>\n"

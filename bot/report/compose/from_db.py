@@ -70,7 +70,15 @@ def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
         return raw_apply_lines([m.msgid for m in parts], base)
     own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
               for m in parts)
-    return apply_lines(first.msgid, version.version, base, own_subthread=own)
+    return apply_lines(first.msgid, _b4_revision(first.subject), base, own_subthread=own)
+
+
+def _b4_revision(subject: str) -> int:
+    """The revision b4 reads in `subject`, which its `-v` must name: mostly lorelab's version,
+    but b4 reads `[PATCH -v3]` as 1 (bot.mail.subject as 3)."""
+    import b4  # heavy (bot.mail.subject): only where a reply is composed
+
+    return b4.LoreSubject(subject).revision
 
 
 def _related(message: Message) -> set[str]:
