@@ -76,7 +76,7 @@ def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
 def _b4_revision(subject: str) -> int:
     """The revision b4 reads in `subject`, which its `-v` must name: mostly lorelab's version,
     but b4 reads `[PATCH -v3]` as 1 (bot.mail.subject as 3)."""
-    import b4  # heavy (bot.mail.subject): only where a reply is composed
+    import b4  # costly to import (see bot.mail.subject): only where a reply is composed
 
     return b4.LoreSubject(subject).revision
 

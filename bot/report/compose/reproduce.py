@@ -38,15 +38,15 @@ class BenchmarkCommand:
     build: str = ""
 
 
-def apply_lines(msgid: str, version: int, base: str, *, own_subthread: bool) -> list[str]:
+def apply_lines(msgid: str, revision: int, base: str, *, own_subthread: bool) -> list[str]:
     """The series on its base: `b4 am` of the version's first message (its cover letter, else
-    patch 1), then `git am` on the base commit. `-v` because b4 takes the newest revision in
-    the thread, and a v2 sent in reply to v1 joins v1's thread, possibly after this reply;
-    `--no-parent` when every part of the version is `msgid` or a reply to it, so that b4 reads
-    only that subthread, not a discussion the version was sent into (a bug report where others
-    post their own fixes)."""
+    patch 1), then `git am` on the base commit. `-v` (`revision` as b4 reads it) because b4
+    takes the newest revision in the thread, and a v2 sent in reply to v1 joins v1's thread,
+    possibly after this reply; `--no-parent` when every part of the version is `msgid` or a
+    reply to it, so that b4 reads only that subthread, not a discussion the version was sent
+    into (a bug report where others post their own fixes)."""
     subthread = " --no-parent" if own_subthread else ""
-    lines = [f"b4 am -v {version}{subthread} -o . {shlex.quote(msgid)}"]
+    lines = [f"b4 am -v {revision}{subthread} -o . {shlex.quote(msgid)}"]
     if base:
         lines.append(f"git checkout {base} && git am ./*.mbx")
     return lines
