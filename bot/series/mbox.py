@@ -11,10 +11,12 @@ module-global, it may call sys.exit() on odd input, and `get_series` must run on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import email
 import io
 import logging
 import tempfile
+from collections.abc import Iterable
 
 import b4
 import sqlalchemy as sa
@@ -99,3 +101,32 @@ def _b4_revision(mailbox: b4.LoreMailbox, wanted: set[str]) -> int:
         if any(p is not None and p.msgid in wanted for p in lser.patches[1:]):
             return revision
     raise MboxError("b4 does not see the stored patches as a series")
+
+
+def b4_am_revision(
+    thread: Iterable[bytes], msgid: str, applied: list[str], *, noparent: bool
+) -> int | None:
+    """The revision to name in `b4 am -v REVISION [--no-parent] MSGID` so that b4, reading a
+    thread of these raw messages as it reads lore's, writes exactly the patches `applied`
+    (message-ids, in order); None when it would write others: two authors' `[PATCH]` in one
+    subthread, parts lore keeps in threads of their own. A dry run of a reply's reproduce
+    line, with b4's own thread, revision and series rules (b4 reads `[PATCH -v3]` as 1)."""
+    _b4_setup()
+    msgs = [email.message_from_bytes(raw, policy=b4.emlpolicy) for raw in thread]
+    try:
+        msgs = b4.get_strict_thread(msgs, msgid) or []  # type: ignore[arg-type]
+        if noparent:
+            msgs = b4.get_strict_thread(msgs, msgid, noparent=True) or []
+        mailbox = b4.LoreMailbox()
+        for msg in msgs:
+            with contextlib.suppress(ValueError, SystemExit):
+                mailbox.add_message(msg)
+        first = mailbox.msgid_map.get(msgid)
+        if first is None:
+            return None
+        series = mailbox.get_series(revision=first.revision, codereview_trailers=False)
+    except SystemExit:
+        return None
+    if series is None or [p.msgid if p else None for p in series.patches[1:]] != applied:
+        return None
+    return first.revision

@@ -1,12 +1,14 @@
-"""The reply's first reproduce line, `b4 am ...`, run with the real b4 on the thread as lore
-would serve it later: it must give the patches the run tested, on SQLite and PostgreSQL.
+"""The reply's reproduce lines, run for real (b4 offline on the thread as lore would serve it,
+curl and `git am` against a public-inbox server): they must give the patches the run tested, on
+SQLite and PostgreSQL.
 
-Three ways the line went wrong on real lists: a v2 sent in reply to v1's cover letter joins v1's
-thread, and b4 takes the newest revision there; and a fix sent in reply to a bug report (a
-syzbot report, a discussion: 273 of cgroups' 3,190 versions hang from a message that is not
-theirs) was fetched by that message's id, and b4 mixed in the fixes others posted there; and
-numbered patches sent with no threading headers are one series to lorelab but each a thread of
-its own on lore, where one `b4 am` finds only one of them.
+The ways `b4 am -o . <anchor>` went wrong on real lists (cgroups):
+- a v2 sent in reply to v1's cover letter joins v1's thread, and b4 takes the newest revision;
+- a fix sent in reply to a bug report (273 of 3,190 versions hang from a message not theirs) was
+  fetched by that message's id, and b4 mixed in the fixes others posted there;
+- another author's `[PATCH]` in reply to the patch is in b4's series too;
+- numbered patches sent with no threading headers are one series to lorelab but each a thread
+  of its own on lore, where one `b4 am` finds only one of them.
 """
 
 from __future__ import annotations
@@ -156,33 +158,67 @@ def test_a_fix_sent_into_a_bug_report_is_fetched_by_its_own_message(
     assert shown["versions"][0]["url"] == f"https://lore.kernel.org/r/{msgs_id(ada[0])}"
 
 
-@pytest.mark.skipif(missing_reason() is not None, reason=str(missing_reason()))
+def applied_by(lines: list[str], thread: list[bytes], tree: Path, work: Path) -> list[str]:
+    """The commits (subjects, oldest first) that `lines` make on a clone of `tree`, run as a
+    reader would, against a real public-inbox server holding `thread` in lore's place."""
+    pi = PublicInbox(work / "pi")
+    for raw in thread:
+        pi.deliver(raw)
+    pi.start()
+    clone = work / "reader"
+    try:
+        subprocess.run(["git", "clone", "-q", str(tree), str(clone)], check=True)
+        for line in lines:
+            subprocess.run(line.replace(LORE_ALL, pi.base_url + "/"), shell=True, check=True,
+                           cwd=clone, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
+                                           "GIT_COMMITTER_NAME": "Reader",
+                                           "GIT_COMMITTER_EMAIL": "reader@example.org"})
+    finally:
+        pi.stop()
+    base = git(tree, "rev-parse", "master").strip()
+    return git(clone, "log", "--format=%s", f"{base}..HEAD").splitlines()[::-1]
+
+
+def titles(messages: list[bytes]) -> list[str]:
+    return [header(m, "Subject").split("] ", 1)[1] for m in messages]
+
+
+needs_public_inbox = pytest.mark.skipif(missing_reason() is not None,
+                                        reason=str(missing_reason()))
+
+
+@needs_public_inbox
 def test_patches_in_threads_of_their_own_are_fetched_one_by_one(
     db, tree, ingest_settings, tmp_path
 ):
-    spec = SeriesSpec(title="mm/workingset: sent loose", patches=3, threading="none")
-    loose = make_series(tree, spec)
+    loose = make_series(tree, SeriesSpec(title="mm/workingset: sent loose", patches=3,
+                                         threading="none"))
     store(db, loose, ingest_settings)
     base = git(tree, "rev-parse", "master").strip()
     lines = reproduce_lines(db, msgs_id(loose[0]), base)
     assert lines[-1] == f"git checkout {base} && git am ./*.eml"
-    # The lines run as a reader would, against a real public-inbox server in lore's place.
-    pi = PublicInbox(tmp_path / "pi")
-    for raw in loose:
-        pi.deliver(raw)
-    pi.start()
-    try:
-        work = tmp_path / "reader"
-        subprocess.run(["git", "clone", "-q", str(tree), str(work)], check=True)
-        for line in lines:
-            subprocess.run(line.replace(LORE_ALL, pi.base_url + "/"), shell=True, check=True,
-                           cwd=work, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1",
-                                          "GIT_COMMITTER_NAME": "Reader",
-                                          "GIT_COMMITTER_EMAIL": "reader@example.org"})
-    finally:
-        pi.stop()
-    applied = git(work, "log", "--format=%s", f"{base}..HEAD").splitlines()
-    assert applied[::-1] == [header(m, "Subject").split("] ", 1)[1] for m in loose[1:]]
+    assert applied_by(lines, loose, tree, tmp_path) == titles(loose[1:])
+
+
+@needs_public_inbox
+def test_a_patch_answered_with_another_authors_patch_is_fetched_alone(
+    db, tree, ingest_settings, tmp_path
+):
+    fix = dict(title="mm/vmscan: one fix", patches=1, cover=False)
+    ada = make_series(tree, SeriesSpec(**fix, start_date=START))
+    # A maintainer answers with a patch of their own, in reply (cgroups has such threads).
+    bob = make_series(tree, SeriesSpec(**fix, author=("Bob Pages", "bob@example.com"),
+                                       in_reply_to=f"<{msgs_id(ada[0])}>", revised=(1,),
+                                       same_changes_as=SeriesSpec(**fix),
+                                       start_date=START + dt.timedelta(hours=3)))
+    store(db, ada + bob, ingest_settings)
+    base = git(tree, "rev-parse", "master").strip()
+    # b4 would write both patches from Ada's subthread: lorelab tested Ada's alone.
+    line = f"b4 am -v 1 --no-parent -o . {msgs_id(ada[0])}"
+    assert len(b4_subjects(line, ada + bob, tmp_path)) == 2
+    lines = reproduce_lines(db, msgs_id(ada[0]), base)
+    assert lines[0].startswith("curl ") and len(lines) == 2
+    assert applied_by(lines, ada + bob, tree, tmp_path) == titles(ada)
 
 
 def test_a_hostile_message_id_is_one_quoted_word_in_every_line(tmp_path):

@@ -10,6 +10,9 @@ import email
 import email.policy
 import email.utils
 
+import sqlalchemy as sa
+from sqlalchemy.orm import object_session
+
 from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
 from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
@@ -59,31 +62,26 @@ def answered_message(version: SeriesVersion) -> Message:
 
 
 def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
-    """How a reader gets a stored version's patches onto `base`: `b4 am` of its first message,
-    which reads only that message's subthread when every patch applied is in it (a partial
-    reroll's patches of the version it rerolls seldom are); each patch's raw mail when some
-    are in another thread on lore, which threads by References only (lorelab joins numbered
-    parts sent with no threading headers; 16 of cgroups' 3,190 versions)."""
+    """How a reader gets a stored version's patches onto `base`: `b4 am` of its first message
+    (with `--no-parent` when every patch applied is in that message's subthread; a partial
+    reroll's patches of the version it rerolls seldom are) when a dry run of that line on the
+    stored thread gives exactly those patches, else each patch's raw mail from lore: where b4
+    reads the thread otherwise, or lore has parts in threads of their own (lorelab joins
+    numbered parts sent with no threading headers)."""
+    from bot.series.mbox import b4_am_revision  # imports b4: only where a reply is composed
+
     first = answered_message(version)
-    parts = [p.message for p in version.applied_patches]
-    if not all(_related(m) & _related(first) for m in parts):
-        return raw_apply_lines([m.msgid for m in parts], base)
+    applied = [p.message for p in version.applied_patches]
     own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
-              for m in parts)
-    return apply_lines(first.msgid, _b4_revision(first.subject), base, own_subthread=own)
-
-
-def _b4_revision(subject: str) -> int:
-    """The revision b4 reads in `subject`, which its `-v` must name: mostly lorelab's version,
-    but b4 reads `[PATCH -v3]` as 1 (bot.mail.subject as 3)."""
-    import b4  # costly to import (see bot.mail.subject): only where a reply is composed
-
-    return b4.LoreSubject(subject).revision
-
-
-def _related(message: Message) -> set[str]:
-    """The message-ids that put `message` in a thread: its own and those it replies to."""
-    return {message.msgid, *(message.references or ()), *filter(None, [message.in_reply_to])}
+              for m in applied)
+    session = object_session(version)
+    assert session is not None, "a stored version"
+    thread = session.scalars(sa.select(Message.raw).where(Message.thread_id == first.thread_id))
+    msgids = [m.msgid for m in applied]
+    revision = b4_am_revision(thread, first.msgid, msgids, noparent=own)
+    if revision is None:
+        return raw_apply_lines(msgids, base)
+    return apply_lines(first.msgid, revision, base, own_subthread=own)
 
 
 def series_info(version: SeriesVersion, status_url: str = "",
