@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import email
+import email.message
+import email.utils
 import io
 import logging
 import tempfile
@@ -110,11 +112,32 @@ def b4_am_revision(
     thread of these raw messages as it reads lore's, writes exactly the patches `applied`
     (message-ids, in order); None when it would write others: two authors' `[PATCH]` in one
     subthread, parts lore keeps in threads of their own. A dry run of a reply's reproduce
-    line, with b4's own thread, revision and series rules (b4 reads `[PATCH -v3]` as 1)."""
+    line, with b4's own thread, revision and series rules (b4 reads `[PATCH -v3]` as 1).
+    Where a thread holds two postings of one revision, what b4 makes of it depends on the
+    order it reads them in; lore's order is not known here, so the thread is read in order
+    of arrival and of date, and both must give `applied`."""
     _b4_setup()
-    msgs = [email.message_from_bytes(raw, policy=b4.emlpolicy) for raw in thread]
+    raws = list(thread)
+
+    def read() -> list[email.message.EmailMessage]:  # afresh for each run: b4 edits them
+        return [email.message_from_bytes(raw, policy=b4.emlpolicy) for raw in raws]
+
+    orders = (read(), sorted(read(), key=_sent_at))
+    revisions = {_b4_am_revision(msgs, msgid, applied, noparent) for msgs in orders}
+    return revisions.pop() if len(revisions) == 1 else None
+
+
+def _sent_at(msg: email.message.EmailMessage) -> float:
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        return email.utils.parsedate_to_datetime(str(msg.get("Date", ""))).timestamp()
+    return 0.0
+
+
+def _b4_am_revision(
+    msgs: list[email.message.EmailMessage], msgid: str, applied: list[str], noparent: bool
+) -> int | None:
     try:
-        msgs = b4.get_strict_thread(msgs, msgid) or []  # type: ignore[arg-type]
+        msgs = b4.get_strict_thread(msgs, msgid) or []
         if noparent:
             msgs = b4.get_strict_thread(msgs, msgid, noparent=True) or []
         mailbox = b4.LoreMailbox()
