@@ -1,4 +1,5 @@
-"""am-ready mboxes of stored series versions, made by b4 from the raw mail.
+"""am-ready mboxes of stored series versions, made by b4 from the raw mail; and a dry run of
+the `b4 am` line a reply gives readers (`b4_am_revision`).
 
 b4 decides what `git am` gets: patches in order, the cover letter's and replies' trailers
 applied, carried over from earlier versions where the patch did not change. We hand it exactly
