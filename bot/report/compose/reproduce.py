@@ -53,8 +53,8 @@ def apply_lines(msgid: str, revision: int, base: str, *, own_subthread: bool) ->
 
 
 def raw_apply_lines(msgids: Sequence[str], base: str) -> list[str]:
-    """The series on its base when its patches are in different threads on lore (sent with no
-    threading headers), where no one `b4 am` finds them all: each patch's raw mail, in order,
+    """The series on its base when no `b4 am` line gives exactly its patches (parts in
+    different threads on lore, a thread b4 reads otherwise): each patch's raw mail, in order,
     then `git am` of them."""
     width = max(2, len(str(len(msgids))))  # names that sort in patch order for the glob
     lines = [f"curl -s -o {n:0{width}d}.eml {raw_url(msgid)}"
