@@ -138,11 +138,15 @@ def _config_url(settings: Settings, run: Run) -> str:
 def reproduce_lines(version: SeriesVersion, run: Run, settings: Settings,
                base: BuildRecord) -> tuple[str, ...]:
     """Apply and build, as lorelab did, without lorelab."""
+    return (*fetch_lines(version, run.base_commit or ""), *build_steps(run, settings, base))
+
+
+def build_steps(run: Run, settings: Settings, base: BuildRecord) -> list[str]:
+    """The build half of `reproduce_lines`: the config as lorelab made it, and make."""
     recipe = ConfigRecipe(url=_config_url(settings, run), base=settings.build.base_config,
                           fragments=tuple(str(f) for f in settings.build.fragment_files()),
                           sha256=_config_sha256(base))
-    return (*fetch_lines(version, run.base_commit or ""),
-            *build_lines(recipe, settings.build.targets))
+    return build_lines(recipe, settings.build.targets)
 
 
 def bench_command(campaign: LabCampaign, host: LabHostSettings) -> BenchmarkCommand:

@@ -26,7 +26,7 @@ from bot.report.compose.reproduce import bench_lines, raw_url
 from bot.runs.findings import run_campaigns
 from bot.runs.outcome import Outcome, RunOutcome
 from bot.runs.records import AlternativeRecord, BuildRecord
-from workers.reply_context import bench_command, machine_of, reproduce_lines, status_url
+from workers.reply_context import bench_command, build_steps, machine_of, status_url
 
 
 def alternative_reply(session: sa.orm.Session, settings: Settings, run: Run,
@@ -59,9 +59,8 @@ def alternative_reply(session: sa.orm.Session, settings: Settings, run: Run,
     accel = next((s.accel for s in first.samples if not s.warmup), "none")
     built = BuildRecord.from_step(next((s for s in run.steps if s.name == "build-base"), None))
     # The series' own lines build it; the alternative's tree is made before them.
-    series_lines = reproduce_lines(version, run, settings, built)
     apply = fetch_lines(version, base)
-    reproduce = (*_alternative_lines(apply, placement, msgid), *series_lines[len(apply):],
+    reproduce = (*_alternative_lines(apply, placement, msgid), *build_steps(run, settings, built),
                  *bench_lines([bench_command(c, host) for c in campaigns],
                               booted=first.runner != "local"))
     return compose_alternative_reply(AlternativeReplyContext(

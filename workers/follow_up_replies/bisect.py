@@ -21,7 +21,7 @@ from bot.report.compose.reproduce import bench_lines
 from bot.runs.bisection import Ended
 from bot.runs.outcome import RunOutcome
 from bot.runs.records import ApplyRecord, BisectRecord, BuildRecord
-from workers.reply_context import bench_command, machine_of, reproduce_lines, status_url, tree_info
+from workers.reply_context import bench_command, build_steps, machine_of, status_url, tree_info
 
 
 def bisect_reply(session: sa.orm.Session, settings: Settings, run: Run,
@@ -45,7 +45,7 @@ def bisect_reply(session: sa.orm.Session, settings: Settings, run: Run,
     if decisive is not None and decisive in probes:
         base = BuildRecord.from_step(steps.get("build-base"))
         applied = fetch_lines(version, run.base_commit or "")
-        build = reproduce_lines(version, run, settings, base)[len(applied):]
+        build = build_steps(run, settings, base)
         shown = [c for c in campaigns if c is not None and c.id in probes[decisive].campaigns]
         back = record.patches - decisive
         reproduce = (*applied,
