@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v git >/dev/null || need_apt+=(git)
 command -v public-inbox-init >/dev/null || need_apt+=(public-inbox)
+# a reply's reproduce lines fetch raw mail with curl (tests/report/test_reproduce_fetch.py)
+command -v curl >/dev/null || need_apt+=(curl)
 # apply/build tests: the simulator tree is built with make and gcc in a sandbox (unshare);
 # ccache makes rebuilds cheaper.
 command -v make >/dev/null || need_apt+=(make)
