@@ -149,7 +149,7 @@ def _b4_am_revision(
         if first is None:
             return None
         series = mailbox.get_series(revision=first.revision, codereview_trailers=False)
-    except SystemExit:
+    except (SystemExit, Exception):  # noqa: BLE001 - b4 on odd mail: no b4 line, raw mail instead
         return None
     if series is None or [p.msgid if p else None for p in series.patches[1:]] != applied:
         return None
