@@ -14,6 +14,14 @@ class GitError(RuntimeError):
     """A git command that failed; the text is the command and git's stderr."""
 
 
+# For reading a whole archive (a public-inbox epoch): git maps a pack into memory in windows of
+# up to 1 GB, 8 GB in all, and keeps them; a walk over an epoch touches nearly all of its pack,
+# so git's resident memory grew to the pack's size (`git log` over linux-block's 313 MB pack:
+# 381 MB; an epoch of lore's LKML is a 1 GB pack). Small windows bound it at the same CPU
+# (104 MB there). Options for before the subcommand.
+BOUNDED_PACK_MAPS = ("-c", "core.packedGitWindowSize=16m", "-c", "core.packedGitLimit=64m")
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any GIT_* variable (a hook's GIT_DIR, say), with no
     global or system config and no prompt, plus `extra`."""

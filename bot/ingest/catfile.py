@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from bot.git import BOUNDED_PACK_MAPS
+
 
 @dataclass(frozen=True)
 class Blob:
@@ -58,7 +60,7 @@ class _Batch:
     def __init__(self, git_dir: Path, oids: list[str]) -> None:
         self.stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+            ["git", "--git-dir", str(git_dir), *BOUNDED_PACK_MAPS, "cat-file", "--batch"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, bufsize=1 << 20,
         )
         self.writer = threading.Thread(target=self._feed, args=(oids,), daemon=True)

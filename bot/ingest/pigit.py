@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
-from bot.git import GitError, run_git
+from bot.git import BOUNDED_PACK_MAPS, GitError, run_git
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.epoch_slice import Change, EpochSlice
 from bot.ingest.live import LiveSummary, store_slices
@@ -135,8 +135,8 @@ class PiGitSource:
                 rewritten = True
                 since = None
         rev = f"{since}..HEAD" if since else "HEAD"
-        out = run_git(git_dir, "log", "--reverse", "--raw", "--no-renames", "--no-abbrev",
-                      "--format=%x00%H", rev, **_EPOCH).stdout
+        out = run_git(git_dir, *BOUNDED_PACK_MAPS, "log", "--reverse", "--raw", "--no-renames",
+                      "--no-abbrev", "--format=%x00%H", rev, **_EPOCH).stdout
         return parse_log(out), rewritten
 
     def slices(self, position: dict[str, str], per_slice: int,
