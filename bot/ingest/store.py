@@ -52,7 +52,7 @@ from bot.ingest.sources import MboxFile, RawMail
 from bot.ingest.storable import clean_text
 from bot.ingest.upkeep import StatisticsUpkeep
 from bot.series.assemble import update_series
-from bot.series.parts import ThreadMessage, thread_message
+from bot.series.parts import ASSEMBLED_KINDS, ThreadMessage, thread_message
 from bot.series.threads import ThreadIndex
 from bot.series.unthreaded import is_unthreaded_part
 
@@ -352,7 +352,7 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         summary.stored = len(new)
         # Merged threads have a new id: take thread ids after all assignments.
         posting_threads = threads.merged | {
-            threads.thread_of[r.msgid] for r in new if r.kind in ("cover", "patch")
+            threads.thread_of[r.msgid] for r in new if r.kind in ASSEMBLED_KINDS
         }
         trailer_threads = {threads.thread_of[r.msgid] for r in new if has_review_trailers(r)}
         if copies := [r for r in new if r.claimed_msgid]:

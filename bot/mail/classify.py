@@ -50,7 +50,9 @@ def _kind(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
         # too, which hand-written cover letters in reply to the last version carry; and a
         # diffstat is a cover letter's (a fix's Reported-by, Closes:) or a patch's.
         return MessageKind.REVIEW
-    if subject.patch and subject.counters_explicit and subject.counter == 0:
+    if subject.counters_explicit and subject.counter == 0:
+        # b4's rule: the counter makes the cover letter, with or without PATCH (`[RFC 0/9]`,
+        # `[v4 00/11]`, `[resend v1 0/5]`: 8% of linux-block's cover-less postings)
         return MessageKind.COVER
     if has_diff:
         return MessageKind.PATCH  # with or without a PATCH tag: "[RFC] foo" with a diff is one

@@ -13,7 +13,7 @@ from enum import StrEnum
 class MessageKind(StrEnum):
     """What a message is, as the series stage needs to know it."""
 
-    COVER = "cover"  # [PATCH 0/N], or a same-author thread root with a diffstat and no diff
+    COVER = "cover"  # [PATCH 0/N] ([RFC 0/N]...), or a thread root with a diffstat and no diff
     PATCH = "patch"  # a patch posting: [PATCH ...] subject (not Re:) carrying a diff
     REVIEW = "review"  # a reply without a diff (review comments, trailers, acks)
     INLINE_DIFF = "inline-diff"  # a reply carrying a diff: a reviewer's suggestion, not a patch

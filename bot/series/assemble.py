@@ -26,7 +26,7 @@ from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.db.value_lists import in_param
 from bot.series import membership, records
 from bot.series.grouping import Posting, group_postings
-from bot.series.parts import thread_message
+from bot.series.parts import ASSEMBLED_KINDS, thread_message
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
@@ -43,7 +43,7 @@ _POSTING_COLUMNS = (
 
 # The statements a batch sends, built once: the lists they look up are their parameters.
 _POSTING_PARTS = sa.select(*_POSTING_COLUMNS).where(
-    in_param(Message.thread_id, "threads"), Message.kind.in_(("cover", "patch"))
+    in_param(Message.thread_id, "threads"), Message.kind.in_(ASSEMBLED_KINDS)
 )
 _PATCH_PLACES = sa.select(Patch.message_id, Patch.series_version_id).where(
     in_param(Patch.message_id, "messages")

@@ -33,12 +33,20 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    `[PATCH v5 3/6] ... (fix)` is a fix-up to fold into 3/6, not its replacement, and a later
    version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1.
 
+7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
+   author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,
+   over `[PATCH 01/14]`...), as are `[PATCHSET v2]` and some `[RFC]`s. The version is its
+   subject's, or a `vN` ending it (`... v3 (resend)` is a RESEND), and the title goes without
+   it. b4 reads these as revision 1 without a cover letter.
+
 `series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -107,7 +115,7 @@ def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
 
 def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     """Postings found among `messages` (usually one thread), in order of their dates."""
-    by_id = {m.msgid: m for m in messages}
+    by_id = _with_untagged_covers({m.msgid: m for m in messages})
     parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
     chains = _chains(parts, by_id)
     # Each chain: cover letters and root patches name their own posting (rule 2).
@@ -153,6 +161,42 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     _join_additions(groups, by_id)
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     return sorted(postings, key=lambda p: (p.date is None, p.date, p.anchor))
+
+
+_ENDING_VERSION = re.compile(r"\s+v(\d{1,4})(\s*\(resend\))?$", re.I)  # "... v3 (resend)"
+
+
+def _with_untagged_covers(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
+    """The cover letters and patches of `by_id`, with each `other` message that numbered
+    patches of its author reply to as the cover letter it is (rule 7). Other messages are left
+    out: what replies to one (a fix to a bug report) hangs from it as from a message not in the
+    thread (rule 3), named by it."""
+    first_patch: dict[str, ThreadMessage] = {}  # of each such message, the earliest
+    for msg in by_id.values():
+        parent = by_id.get(msg.hook) if msg.hook else None
+        if (msg.kind != "patch" or msg.total < 2 or parent is None or parent.kind != "other"
+                or parent.hook is not None or not same_author(parent, msg)):
+            continue
+        known = first_patch.get(parent.msgid)
+        if known is None or _by_date(msg) < _by_date(known):
+            first_patch[parent.msgid] = msg
+    covers = {msgid: _as_cover(by_id[msgid], patch) for msgid, patch in first_patch.items()}
+    return {m.msgid: covers.get(m.msgid, m) for m in by_id.values()
+            if m.is_posting_part or m.msgid in covers}
+
+
+def _as_cover(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
+    """`msg` read as the cover letter of `patch`'s posting: its version the one its subject
+    gives, or a `vN` ending it, else the patch's (`fixed commit message` over `[PATCH v4 1/2]`)."""
+    if msg.version_explicit:
+        return dataclasses.replace(msg, kind="cover")
+    ending = _ENDING_VERSION.search(msg.title)
+    if ending is None:
+        return dataclasses.replace(msg, kind="cover", version=patch.version,
+                                   version_explicit=patch.version_explicit)
+    return dataclasses.replace(msg, kind="cover", version=int(ending[1]), version_explicit=True,
+                               title=msg.title[: ending.start()],
+                               resend=msg.resend or bool(ending[2]))
 
 
 def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict[str, list]:

@@ -148,9 +148,14 @@ def _b4_am_revision(
         first = mailbox.msgid_map.get(msgid)
         if first is None:
             return None
-        series = mailbox.get_series(revision=first.revision, codereview_trailers=False)
+        # The named message's revision, else patch 1's: b4 reads `[PATCHSET v2]` over
+        # `[PATCH 1/2]`... as revision 2 and its patches as revision 1.
+        named = [first, mailbox.msgid_map.get(applied[0]) if applied else None]
+        for revision in dict.fromkeys(m.revision for m in named if m is not None):
+            series = mailbox.get_series(revision=revision, codereview_trailers=False)
+            if series is not None and [p.msgid if p else None
+                                       for p in series.patches[1:]] == applied:
+                return revision
     except (SystemExit, Exception):  # noqa: BLE001 - b4 on odd mail: no b4 line, raw mail instead
         return None
-    if series is None or [p.msgid if p else None for p in series.patches[1:]] != applied:
-        return None
-    return first.revision
+    return None

@@ -261,6 +261,12 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
     ("subject", "body", "extra", "kind"),
     [
         ("[PATCH 0/2] mm: cover", "Two patches.\n", (), MessageKind.COVER),
+        # the counter makes a cover letter without PATCH, as b4 reads it (linux-block)
+        ("[RFC 0/9] block: persistent ids in log messages", "An idea.\n", (),
+         MessageKind.COVER),
+        ("[v4 00/11] block: persistent ids in log messages", "Changes.\n", (),
+         MessageKind.COVER),
+        ("[resend v1 0/5] block: resize notification", "Again.\n", (), MessageKind.COVER),
         ("[PATCH] mm: a cover without counters",
          "Intro\n\nA (1):\n  mm: x\n\n mm/vmscan.c | 2 +-\n 1 file changed, 1 insertion(+), "
          "1 deletion(-)\n", (), MessageKind.COVER),

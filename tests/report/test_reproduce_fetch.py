@@ -29,7 +29,7 @@ from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_series, make_tree
 from bot.report.compose.from_db import fetch_lines
 from bot.report.compose.reproduce import LORE_ALL, apply_lines, raw_apply_lines, raw_url
 from bot.series.views import series_dict
-from tests.series.mailing import header, msgs_id, store
+from tests.series.mailing import header, msgs_id, store, untagged
 from tests.support.gitrepo import git
 from tests.support.pi_server import PublicInbox, missing_reason
 
@@ -115,6 +115,25 @@ def test_the_revision_is_the_one_b4_reads(db, tree, ingest_settings, tmp_path):
     assert line == f"b4 am -v 1 --no-parent -o . {msgs_id(patch)}"  # as b4 reads it
     (got,) = b4_subjects(line, [patch], tmp_path)
     assert got == header(patch, "Subject").replace("[PATCH -v3]", "[PATCH]")  # b4's own prefix
+
+
+@pytest.mark.parametrize("cover_subject", ["block: bounce buffer direct I/O v2",
+                                           "[PATCHSET v2] block: bounce buffer direct I/O"])
+def test_a_cover_letter_b4_does_not_read_names_the_revision_of_the_patches(
+    db, tree, ingest_settings, tmp_path, cover_subject
+):
+    spec = SeriesSpec(title="block: bounce buffer direct I/O", patches=2, version=2)
+    v2 = untagged(make_series(tree, spec), cover_subject)
+    # prose only, as Jens Axboe's `[PATCHSET v2]` on linux-block: no diffstat for b4 to go by
+    v2[0] = v2[0].split(b"\n\n", 1)[0] + b"\n\nBounce buffer direct I/O where needed.\n"
+    store(db, v2, ingest_settings)
+    with db.session() as session:
+        assert session.scalar(sa.select(SeriesVersion.version)) == 2  # the cover letter's
+    line = reproduce_line(db, msgs_id(v2[0]))
+    # b4 reads no cover letter there, and the patches as revision 1 (`[PATCHSET v2]` itself
+    # as revision 2, which holds no patch)
+    assert line == f"b4 am -v 1 --no-parent -o . {msgs_id(v2[0])}"
+    assert b4_subjects(line, v2, tmp_path) == subjects(v2[1:])
 
 
 def bug_report() -> bytes:

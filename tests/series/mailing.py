@@ -165,3 +165,11 @@ def emptied(db: Database) -> Database:
             session.execute(table.delete())
         session.commit()
     return db
+
+
+def untagged(posting: list[bytes], cover_subject: str) -> list[bytes]:
+    """A posting as Christoph Hellwig sends one (linux-block, linux-mm): the cover letter's
+    subject without tags, its version (if any) at the end; the patches `[PATCH i/N]` only."""
+    cover = with_header(posting[0], "Subject", cover_subject)
+    return [cover] + [re.sub(rb"^(Subject: \[PATCH) v\d+ ", rb"\1 ", m, flags=re.M)
+                      for m in posting[1:]]

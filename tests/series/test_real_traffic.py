@@ -38,6 +38,7 @@ from tests.series.mailing import (
     send_email,
     sent_as_addition,
     store,
+    untagged,
     with_header,
 )
 
@@ -478,3 +479,66 @@ def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
         mbox = " ".join(am_ready_mbox(session, version).decode().split())  # headers unfolded
     assert mbox.count("Subject: [PATCH") == 3
     assert f"Subject: [PATCH 2/3] {title}" in mbox and "(fix)" not in mbox
+
+
+BOUNCE = SeriesSpec(title="block: bounce buffer direct I/O", patches=3)
+
+
+def bounce_v1_v2(make: Make, ending: str) -> tuple[list[bytes], list[bytes]]:
+    v1 = untagged(make(BOUNCE), BOUNCE.title)
+    v2 = untagged(make(dataclasses.replace(BOUNCE, version=2, same_changes_as=BOUNCE,
+                                           revised=(2,))), f"{BOUNCE.title} {ending}")
+    assert [header(m, "Subject")[:12] for m in v2[:2]] == [BOUNCE.title[:12], "[PATCH 1/3] "]
+    return v1, v2
+
+
+@pytest.mark.parametrize(("ending", "resend"), [("v2", False), ("V2 (resend)", True)])
+def test_a_cover_letter_without_tags_gives_the_version_and_the_title(
+    db, make, ingest_settings, ending, resend
+):
+    v1, v2 = bounce_v1_v2(make, ending)
+    store(db, v1 + v2, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True),
+        (2, msgs_id(v2[0]), ids(v2[1:]), True),
+    ]
+    assert [v["title"] for v in s["versions"]] == [BOUNCE.title, BOUNCE.title]
+    assert s["title"] == BOUNCE.title  # not patch 1's subject
+    assert s["versions"][1]["resend"] is resend
+
+
+def test_a_cover_letter_without_tags_found_after_its_patches(db, make, ingest_settings):
+    v1, v2 = bounce_v1_v2(make, "v2")
+    store(db, v1 + v2[1:], ingest_settings)
+    store(db, v2[:1], ingest_settings)  # the cover letter comes last (a slow relay)
+    assert [shape(v) for v in only_series(db)["versions"]] == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True),
+        (2, msgs_id(v2[0]), ids(v2[1:]), True),
+    ]
+
+
+def test_a_cover_letter_without_tags_or_version_takes_its_patches_version(
+    db, make, ingest_settings
+):
+    v4 = make(dataclasses.replace(BOUNCE, version=4))
+    v4 = [with_header(v4[0], "Subject", "fixed the commit message"), *v4[1:]]  # linux-block
+    assert header(v4[1], "Subject").startswith("[PATCH v4 1/3] ")
+    store(db, v4, ingest_settings)
+    assert [shape(v) for v in only_series(db)["versions"]] == [
+        (4, msgs_id(v4[0]), ids(v4[1:]), True)]
+
+
+def test_a_report_answered_with_a_fix_series_is_not_its_cover_letter(
+    db, make, ingest_settings
+):
+    report = (b"From: Rita Reporter <rita@example.org>\nTo: linux-mm@kvack.org\n"
+              b"Subject: kswapd spins at 100% CPU on 6.18\n"
+              b"Date: Mon, 30 Nov 2026 08:00:00 +0000\nMessage-ID: <spin@example.org>\n\n"
+              b"kswapd0 takes a whole CPU after an hour of kernel builds.\n")
+    fix = make(dataclasses.replace(V1, cover=False, in_reply_to="<spin@example.org>"))
+    assert header(fix[0], "Subject").startswith("[PATCH 1/3] ")
+    store(db, [report] + fix, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(1, None, ids(fix), True)]
+    assert s["title"] == series_changes(V1)[0].subject  # the fix's, not the report's
