@@ -30,9 +30,10 @@ from bot.db.models import RulesEdition
 #    author's (`bot.mail.relayed`); mail that asks tools to ignore it or that a machine sent
 #    (stable's notices, AUTOSEL, tip-bot2) is no patch posting (`bot.mail.automated`);
 #    `[EXTERNAL] Re: [PATCH]` is a reply (`bot.mail.subject`).
-# 4: a cover letter is told by its `0/N` counter without PATCH too (`[RFC 0/9]`, `[v4 00/11]`,
-#    `bot.mail.classify`), and by the numbered patches of its author that reply to it without
-#    any tag (`bdi cleanups v3`: `bot.series.grouping`, rule 7), its version read at its end.
+# 4: a cover letter is told by its `0/N` counter without PATCH too (`[RFC 0/9]`, `[v4 00/11]`),
+#    by a PATCHSET tag (`[PATCHSET v5 2/9]`, whose N/M counts patch sets: `bot.mail.classify`),
+#    and by the numbered patches of its author that reply to it without any tag (`bdi cleanups
+#    v3`: `bot.series.grouping`, rule 7), its version read at its end.
 RULES_EDITION = 4
 
 _table = RulesEdition.__table__

@@ -19,6 +19,7 @@ _PULL_BODY = re.compile(
     re.M,
 )
 _PULL_TAG = re.compile(r"\[[^]]*\bGIT\s+PULL\b", re.I)
+_PATCHSET_TAG = re.compile(r"\[[^]]*\bPATCHSET\b", re.I)
 
 
 def classify(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
@@ -50,6 +51,10 @@ def _kind(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
         # too, which hand-written cover letters in reply to the last version carry; and a
         # diffstat is a cover letter's (a fix's Reported-by, Closes:) or a patch's.
         return MessageKind.REVIEW
+    if not has_diff and "PATCHSET" in subject.raw.upper() and _PATCHSET_TAG.search(subject.raw):
+        # a patch set's cover letter, numbered or not: Darrick Wong sends a patch bomb as an
+        # overview with `[PATCHSET v5 2/9] title` replies, each over its own `[PATCH 01/21]`...
+        return MessageKind.COVER
     if subject.counters_explicit and subject.counter == 0:
         # b4's rule: the counter makes the cover letter, with or without PATCH (`[RFC 0/9]`,
         # `[v4 00/11]`, `[resend v1 0/5]`: 8% of linux-block's cover-less postings)

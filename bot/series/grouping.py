@@ -35,9 +35,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 
 7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
    author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,
-   over `[PATCH 01/14]`...), as are `[PATCHSET v2]` and some `[RFC]`s. The version is its
-   subject's, or a `vN` ending it (`... v3 (resend)` is a RESEND), and the title goes without
-   it. b4 reads these as revision 1 without a cover letter.
+   over `[PATCH 01/14]`...), as are some `[RFC]`s. The version is its subject's, else a `vN`
+   ending it (`... v3 (resend)` is a RESEND; the title goes without it), else its patches'.
+   b4 reads no cover letter there.
 
 `series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
@@ -336,7 +336,8 @@ def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:
         posting.version = max(explicit)
     else:
         posting.version = cover.version if cover else 1
-    totals = [m.total for m in ([cover] if cover else []) + patches]
+    # a cover letter's N/M counts patches only as 0/M: `[PATCHSET 2/9]` is sub-series 2 of 9
+    totals = [m.total for m in ([cover] if cover and cover.counter == 0 else []) + patches]
     posting.expected = max(totals + [max(posting.patches, default=1)])
     if cover is not None:
         posting.title = cover.title

@@ -267,6 +267,11 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
         ("[v4 00/11] block: persistent ids in log messages", "Changes.\n", (),
          MessageKind.COVER),
         ("[resend v1 0/5] block: resize notification", "Again.\n", (), MessageKind.COVER),
+        # one sub-series of a patch bomb (linux-ext4), and a patch set without counters
+        ("[PATCHSET RFC v5 2/9] fuse4fs: fork a low level fuse server", "Hi all,\n",
+         ("In-Reply-To: <bomb@x>",), MessageKind.COVER),
+        ("[PATCHSET v2] io_uring: support fileset add/remove/modify", "Two patches.\n", (),
+         MessageKind.COVER),
         ("[PATCH] mm: a cover without counters",
          "Intro\n\nA (1):\n  mm: x\n\n mm/vmscan.c | 2 +-\n 1 file changed, 1 insertion(+), "
          "1 deletion(-)\n", (), MessageKind.COVER),

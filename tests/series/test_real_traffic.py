@@ -542,3 +542,29 @@ def test_a_report_answered_with_a_fix_series_is_not_its_cover_letter(
     s = only_series(db)
     assert [shape(v) for v in s["versions"]] == [(1, None, ids(fix), True)]
     assert s["title"] == series_changes(V1)[0].subject  # the fix's, not the report's
+
+
+def test_a_patch_bomb_is_one_series_per_patch_set(db, make, ingest_settings):
+    """Darrick Wong's way (linux-ext4, linux-xfs): an overview, and in reply to it one
+    `[PATCHSET RFC v5 i/N] title` per sub-series, each over its own `[PATCH j/M]`s."""
+    overview = (b"From: Ada Reclaim <ada@example.org>\nTo: linux-mm@kvack.org\n"
+                b"Subject: [RFC v5] mm: reclaim in a contained service\n"
+                b"Date: Sun, 29 Nov 2026 08:00:00 +0000\nMessage-ID: <bomb@example.org>\n\n"
+                b"Here are the patch sets of this round.\n")
+    titles = {"mm: move reclaim into a service": 2, "mm: let the service batch": 3,
+              "mm: contain the service": 2}
+    sets = []
+    for i, (title, patches) in enumerate(titles.items(), start=1):
+        # `i/3` numbers the patch sets, not the patches: two patches complete set 1
+        posting = untagged(make(SeriesSpec(title=title, patches=patches, version=5)),
+                           f"[PATCHSET RFC v5 {i}/3] {title}")
+        posting[0] = with_header(with_header(posting[0], "In-Reply-To", "<bomb@example.org>"),
+                                 "References", "<bomb@example.org>")
+        sets.append(posting)
+    assert header(sets[0][1], "Subject").startswith("[PATCH 1/2] ")
+    store(db, [overview, *(m for posting in sets for m in posting)], ingest_settings)
+    found = all_series(db)
+    expected = [(title, (5, msgs_id(p[0]), ids(p[1:]), True))
+                for title, p in zip(titles, sets, strict=True)]
+    assert sorted((s["title"], *[shape(v) for v in s["versions"]]) for s in found) == sorted(
+        expected)
