@@ -56,8 +56,8 @@ def _kind(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
         # overview with `[PATCHSET v5 2/9] title` replies, each over its own `[PATCH 01/21]`...
         return MessageKind.COVER
     if subject.counters_explicit and subject.counter == 0:
-        # b4's rule: the counter makes the cover letter, with or without PATCH (`[RFC 0/9]`,
-        # `[v4 00/11]`, `[resend v1 0/5]`: 8% of linux-block's cover-less postings)
+        # b4's rule: the counter makes the cover letter, with or without PATCH (linux-block's
+        # `[RFC 0/9]`, `[v4 00/11]`, `[resend v1 0/5]`)
         return MessageKind.COVER
     if has_diff:
         return MessageKind.PATCH  # with or without a PATCH tag: "[RFC] foo" with a diff is one

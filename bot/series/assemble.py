@@ -88,7 +88,8 @@ class AssemblyResult:
 
 
 def _posting_parts(conn: sa.Connection, thread_ids: Iterable[int]) -> dict[int, list[Any]]:
-    """Cover letters and patches of the threads, as rows, by thread."""
+    """The messages of the threads that series are assembled from (`ASSEMBLED_KINDS`), as rows,
+    by thread."""
     out: dict[int, list[Any]] = defaultdict(list)
     for row in conn.execute(_POSTING_PARTS, {"threads": list(set(thread_ids))}):
         out[row.thread_id].append(row)

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# The kinds of message series are assembled from: cover letters and patches, and messages of no
-# kind, one of which may be a cover letter written without a tag (`grouping`, rule 7).
+# The kinds of message series are assembled from: cover letters and patches, and `other` mail,
+# which may be a cover letter written without any tag (`grouping`, rule 7).
 ASSEMBLED_KINDS = ("cover", "patch", "other")
 
 
