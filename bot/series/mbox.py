@@ -100,10 +100,15 @@ def _align(series: b4.LoreSeries, mailbox: b4.LoreMailbox, version: SeriesVersio
 
 def _b4_revision(mailbox: b4.LoreMailbox, wanted: set[str]) -> int:
     """b4's revision number for our posting: b4 numbers by the patches' subjects."""
-    for revision, lser in mailbox.series.items():
-        if any(p is not None and p.msgid in wanted for p in lser.patches[1:]):
-            return revision
+    for revision in _revisions_holding(mailbox, wanted):
+        return revision
     raise MboxError("b4 does not see the stored patches as a series")
+
+
+def _revisions_holding(mailbox: b4.LoreMailbox, wanted: set[str]) -> list[int]:
+    """The revisions under which b4 files any of the patches `wanted` (message-ids)."""
+    return [revision for revision, lser in mailbox.series.items()
+            if any(p is not None and p.msgid in wanted for p in lser.patches[1:])]
 
 
 def b4_am_revision(
@@ -148,10 +153,10 @@ def _b4_am_revision(
         first = mailbox.msgid_map.get(msgid)
         if first is None:
             return None
-        # The named message's revision, else patch 1's: b4 reads `[PATCHSET v2]` over
-        # `[PATCH 1/2]`... as revision 2 and its patches as revision 1.
-        named = [first, mailbox.msgid_map.get(applied[0]) if applied else None]
-        for revision in dict.fromkeys(m.revision for m in named if m is not None):
+        # The named message's revision, else the one b4 files the patches under: b4 reads
+        # `[PATCHSET v2]` over `[PATCH 1/2]`... as revision 2 and its patches as revision 1.
+        candidates = [first.revision, *_revisions_holding(mailbox, set(applied))]
+        for revision in dict.fromkeys(candidates):
             series = mailbox.get_series(revision=revision, codereview_trailers=False)
             if series is not None and [p.msgid if p else None
                                        for p in series.patches[1:]] == applied:
