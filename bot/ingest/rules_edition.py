@@ -34,7 +34,9 @@ from bot.db.models import RulesEdition
 #    by a PATCHSET tag (`[PATCHSET v5 2/9]`, whose N/M counts patch sets: `bot.mail.classify`),
 #    and by the numbered patches of its author that reply to it without any tag (`bdi cleanups
 #    v3`: `bot.series.grouping`, rule 7), its version read at its end.
-RULES_EDITION = 4
+# 5: a cover letter without a title (`[PATCHv3 0/3]`) leaves the title to patch 1, and an empty
+#    title links no versions into one series (`bot.series.grouping`, `membership`).
+RULES_EDITION = 5
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

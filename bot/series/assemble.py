@@ -161,7 +161,8 @@ class _Known:
         changed = [v for v in self.all_versions() if v.changed]
         if not changed:
             return set()
-        keys = {(v.author_email, title_key(v.title)) for v in changed if not v.removed}
+        keys = {(v.author_email, key) for v in changed
+                if not v.removed and (key := title_key(v.title))}  # as membership links them
         changes = list({v.change_id for v in changed if v.change_id and not v.removed})
         wanted = {v.series.id for v in self.all_versions() if v.series is not None}
         for series_id, author, key in conn.execute(_VERSIONS_BY_TITLE, {

@@ -339,7 +339,9 @@ def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:
     # a cover letter's N/M counts patches only as 0/M: `[PATCHSET 2/9]` is sub-series 2 of 9
     totals = [m.total for m in ([cover] if cover and cover.counter == 0 else []) + patches]
     posting.expected = max(totals + [max(posting.patches, default=1)])
-    if cover is not None:
+    # a cover letter's title, unless it has none (`[PATCHv3 0/3]`, a subject left empty):
+    # then patch 1's, as for a posting without one
+    if cover is not None and cover.title.strip():
         posting.title = cover.title
     elif patches:
         first = by_id[posting.patches[min(posting.patches)]]

@@ -3,7 +3,7 @@
 Two versions are of one series when
 - they carry one b4 change-id;
 - one person sent them under one title (a version's title: its cover letter's, else its first
-  patch's);
+  patch's; an empty title links nothing);
 - one was sent in reply to the other, a new version threaded under the old: the nearest message
   above its *carrier* (the cover letter, else the first patch) that is part of a version of the
   same author is part of the other.
@@ -97,7 +97,9 @@ def components(
 
 
 def _keys(version: VersionRecord) -> list[tuple[str, str]]:
-    keys = [("title", f"{version.author_email}\n{title_key(version.title)}")]
+    # an empty title (a patch with none) says nothing: it links no unrelated postings
+    key = title_key(version.title)
+    keys = [("title", f"{version.author_email}\n{key}")] if key else []
     if version.change_id:
         keys.append(("change", version.change_id))
     return keys

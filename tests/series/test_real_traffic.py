@@ -568,3 +568,37 @@ def test_a_patch_bomb_is_one_series_per_patch_set(db, make, ingest_settings):
                 for title, p in zip(titles, sets, strict=True)]
     assert sorted((s["title"], *[shape(v) for v in s["versions"]]) for s in found) == sorted(
         expected)
+
+
+@pytest.mark.parametrize("cover_subject", ["[PATCHv3 0/{n}]", None])
+def test_a_cover_letter_without_a_title_leaves_the_title_to_patch_1(
+    db, make, ingest_settings, cover_subject
+):
+    """io_uring: `[PATCHv3 0/3]` with nothing after it, and a cover letter sent with no
+    Subject at all. The version and its series are named by patch 1, not left untitled, and
+    the author's other untitled posting stays a series of its own."""
+    other = SeriesSpec(title="mm: drain the LRU batch early", patches=2, version=3)
+    postings = [make(dataclasses.replace(V1, version=3)), make(other)]
+    for posting in postings:
+        subject = cover_subject and cover_subject.format(n=len(posting) - 1)
+        posting[0] = with_header(posting[0], "Subject", subject)
+    store(db, [m for posting in postings for m in posting], ingest_settings)
+    found = sorted(all_series(db), key=lambda s: s["title"])
+    firsts = sorted(postings, key=lambda p: header(p[1], "Subject"))
+    assert [(s["title"], [shape(v) for v in s["versions"]]) for s in found] == [
+        (series_changes(spec)[0].subject, [(3, msgs_id(p[0]), ids(p[1:]), True)])
+        for spec, p in zip(sorted([V1, other], key=lambda s: series_changes(s)[0].subject),
+                           firsts, strict=True)
+    ]
+    assert all(v["title"] == s["title"] for s in found for v in s["versions"])
+
+
+def test_patches_without_a_title_are_not_one_series(db, make, ingest_settings):
+    """Two unrelated fixes one author sent as a bare `[PATCH]` (nvdimm): an empty title says
+    nothing of which series a posting is of."""
+    fixes = [make(dataclasses.replace(spec, cover=False, patches=1))[0]
+             for spec in (V1, SeriesSpec(title="mm: drain the LRU batch early", version=2))]
+    fixes = [with_header(fix, "Subject", "[PATCH]") for fix in fixes]
+    store(db, fixes, ingest_settings)
+    assert sorted([shape(v) for v in s["versions"]] for s in all_series(db)) == sorted(
+        [[(1, None, [msgs_id(fix)], True)] for fix in fixes])
