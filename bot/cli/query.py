@@ -25,6 +25,7 @@ from bot.db.models import (
     Series,
     SeriesVersion,
 )
+from bot.mail.subject import point_of, version_label
 from bot.series.views import message_dict, series_dict, series_views, version_dict
 
 series_app = typer.Typer(help="Patch series and their versions.")
@@ -102,9 +103,9 @@ def _find(session: Session, ref: str) -> Series | SeriesVersion:
 
 def choose_version(session: Session, ref: str, number: int | None) -> SeriesVersion:
     """The posting a command acts on: the one `ref` names by a message of it, else version
-    `number` of the series (the newest version when None). Two postings of one version (a
-    partial reroll and the whole version sent later, a RESEND) are told apart by a message-id
-    of one of them, never picked silently."""
+    `number` of the series (the newest version, in its newest point release, when None). Two
+    postings of one version (a partial reroll and the whole version sent later, a RESEND) are
+    told apart by a message-id of one of them, never picked silently."""
     found = _find(session, ref)
     if isinstance(found, SeriesVersion) and number in (None, found.version):
         return found
@@ -113,14 +114,21 @@ def choose_version(session: Session, ref: str, number: int | None) -> SeriesVers
         if not series.versions:
             raise UserError(f"series {series.id} has no versions")
         number = max(v.version for v in series.versions)
-    postings = [v for v in series.versions if v.version == number]
+        newest = max(point_of(v.version, v.prefixes) for v in series.versions
+                     if v.version == number)
+        postings = [v for v in series.versions  # the newest point release of it: v4.1, not v4
+                    if v.version == number and point_of(v.version, v.prefixes) == newest]
+    else:
+        postings = [v for v in series.versions if v.version == number]
     if not postings:
-        have = ", ".join(f"v{v.version}" for v in series.versions)
+        have = ", ".join(version_label(v.version, v.prefixes) for v in series.versions)
         raise UserError(f"series {series.id} has no v{number}; it has {have}")
     if len(postings) > 1:
         listed = "; ".join(
-            f"<{_named_by(v)}> ({v.received} patch{'es' if v.received != 1 else ''}"
-            + (f", a partial reroll of v{v.reroll_of.version}" if v.reroll_of else "") + ")"
+            f"<{_named_by(v)}> ({version_label(v.version, v.prefixes)}, {v.received} "
+            f"patch{'es' if v.received != 1 else ''}"
+            + (f", a partial reroll of {version_label(v.reroll_of.version, v.reroll_of.prefixes)}"
+               if v.reroll_of else "") + ")"
             for v in postings
         )
         raise UserError(f"series {series.id} has {len(postings)} postings of v{number}: "
@@ -195,13 +203,13 @@ def print_series_table(rows: list[dict], shown: str) -> None:
         latest = s["versions"][-1] if s["versions"] else None
         state = ""
         if latest:
-            state = f"v{latest['version']} {latest['received']}/{latest['expected']}"
+            state = f"{latest['label']} {latest['received']}/{latest['expected']}"
             state += " complete" if latest["complete"] else " incomplete"
         table.add_row(
             str(s["id"]),
             s["title"],
             s["author"]["email"],
-            ",".join(f"v{v['version']}" for v in s["versions"]),
+            ",".join(v["label"] for v in s["versions"]),
             state,
             ",".join(s["lists"]),
             (s["updated"] or "")[:16].replace("T", " "),
@@ -232,17 +240,17 @@ def series_show(
             f for f in ("RFC" if v["rfc"] else "", "RESEND" if v["resend"] else "") if f
         )
         out.print(
-            f"\n[bold]v{v['version']}[/] {flags} {v['received']}/{v['expected']} {state}  "
+            f"\n[bold]{v['label']}[/] {flags} {v['received']}/{v['expected']} {state}  "
             f"{(v['date'] or '')[:16]}\n  cover: {v['cover_message_id'] or '-'}\n"
             f"  base-commit: {v['base_commit'] or '-'}"
         )
         if v["reroll_of"] is not None:
-            out.print(f"  a partial reroll of v{v['reroll_of']}: the patches it did not send "
-                      f"again are v{v['reroll_of']}'s", markup=False)
+            out.print(f"  a partial reroll of {v['reroll_of_label']}: the patches it did not "
+                      f"send again are {v['reroll_of_label']}'s", markup=False)
         for note in v["notes"]:
             out.print(f"  [yellow]note:[/] {escape(note)}")
         for p in v["patches"]:
-            sent = f"  (v{p['from_version']})" if p["from_version"] != v["version"] else ""
+            sent = f"  ({p['from_label']})" if p["from_label"] != v["label"] else ""
             out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}{sent}", markup=False)
             out.print(f"        <{p['message_id']}>  +{p['insertions']} -{p['deletions']}")
             for f in p["files"]:
@@ -268,7 +276,8 @@ def series_mbox(
         if not chosen.complete:
             missing = version_dict(chosen, with_patches=False)["missing"]
             raise UserError(
-                f"v{chosen.version} is incomplete: patches {missing} have not arrived; "
+                f"{version_label(chosen.version, chosen.prefixes)} is incomplete: patches "
+                f"{missing} have not arrived; "
                 "ingest the rest of the thread first"
             )
         try:

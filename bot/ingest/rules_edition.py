@@ -35,7 +35,9 @@ from bot.db.models import RulesEdition
 #    and by the numbered patches of its author that reply to it without any tag (`bdi cleanups
 #    v3`: `bot.series.grouping`, rule 7), its version read at its end.
 # 5: a cover letter without a title (`[PATCHv3 0/3]`) leaves the title to patch 1, and an empty
-#    title links no versions into one series (`bot.series.grouping`, `membership`).
+#    title links no versions into one series (`bot.series.grouping`, `membership`); a point
+#    release (`[PATCH v4.1 9/9]`) is version 4, a posting of its own that rerolls v4
+#    (`bot.mail.subject`, `grouping`, `rerolls`).
 RULES_EDITION = 5
 
 _table = RulesEdition.__table__

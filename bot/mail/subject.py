@@ -20,6 +20,9 @@ The rules are b4's:
   (`[PATCH 1/3][V2]`, which the loop over groups reads anyway) and a version written as an
   option (`[PATCH -v3]`, as the ext4 maintainer writes it);
 - anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
+- beyond b4, a point version (`[PATCH v4.1 9/9]`, Darrick Wong's respin of one patch of v4, or
+  `[PATCHSET v2.2 0/4]`) is version 4, its tag kept among the prefixes (`point_of`), where b4
+  reads no version at all (1);
 - beyond b4, a version is ASCII digits up to `MAX_VERSION` (counters have four digits at most):
   `[PATCH v3000000000]` is a prefix with a note, not a number no database column holds; and
   only the first `MAX_SUBJECT` characters are parsed.
@@ -41,6 +44,7 @@ _GROUP = re.compile(r"\[([^]]*)]\s*")
 _GLUED_VERSION = re.compile(r"(patch|rfc)(v\d+)", re.I)  # [PATCHv3]
 _COUNTERS = re.compile(r"(\d{1,4})/(\d{1,4})")
 _HG_COUNTERS = re.compile(r"(?<!\S)(\d{1,4}) of (\d{1,4})(?!\S)", re.I)  # [PATCH 1 of 2]
+_POINT_VERSION = re.compile(r"[vV](\d{1,4})\.(\d{1,3})", re.A)  # v4.1: a point release of v4
 MAX_VERSION = 9999  # no series reaches it; far inside every integer column
 MAX_SUBJECT = 2000  # characters parsed: 0.05 s at worst (16,384 "[" took 3.4 s)
 
@@ -105,6 +109,8 @@ def parse_subject(raw: str) -> Subject:
                     continue
                 notes.append(f"Subject: {chunk[:40]!r} is not a version (1 to {MAX_VERSION}); "
                              "kept as a prefix")
+            elif point := _POINT_VERSION.fullmatch(option):
+                version, version_explicit = int(point[1]), True  # and the tag stays a prefix
             lower = chunk.lower()
             if lower.startswith("patch"):
                 patch = True
@@ -129,3 +135,18 @@ def parse_subject(raw: str) -> Subject:
         prefixes=tuple(prefixes),
         notes=tuple(notes),
     )
+
+
+def point_of(version: int, prefixes: tuple[str, ...] | list[str]) -> int:
+    """The point release of `version` its subject prefixes name: 1 for `v4.1`, 0 for none."""
+    for prefix in prefixes:
+        point = _POINT_VERSION.fullmatch(prefix.lstrip("-"))
+        if point and int(point[1]) == version:
+            return int(point[2])
+    return 0
+
+
+def version_label(version: int, prefixes: tuple[str, ...] | list[str]) -> str:
+    """How the author wrote the version: `v4.1` for a point release, else `v4`."""
+    point = point_of(version, prefixes)
+    return f"v{version}.{point}" if point else f"v{version}"

@@ -39,6 +39,10 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    ending it (`... v3 (resend)` is a RESEND; the title goes without it), else its patches'.
    b4 reads no cover letter there.
 
+A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
+of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
+after v4 and before v5, and where they key postings by version, v4.1 is a key of its own.
+
 `series_title` names a series by its newest cover letter, not by a cover-less version's patch.
 """
 
@@ -91,7 +95,7 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
         # RESEND patches in reply to a cover letter without it are the series sent again.
         if patch.resend and not parent.resend:
             return False
-        if patch.version_explicit and patch.version > parent.version:
+        if patch.version_explicit and patch.release > parent.release:
             return False
         if parent.counter == 0:  # [PATCH 0/N]
             return patch.total == parent.total
@@ -105,7 +109,7 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
         parent.total == patch.total > 1
         and parent.counter != patch.counter
         # a patch that forgot `-v` continues its sibling, as it does a cover letter
-        and (parent.version == patch.version or not patch.version_explicit)
+        and (parent.release == patch.release or not patch.version_explicit)
     )
 
 
@@ -257,7 +261,7 @@ def _cover_for(
             cover.msgid in hooks
             and same_author(cover, head)
             and cover.resend == head.resend
-            and (not head.version_explicit or head.version == cover.version)
+            and (not head.version_explicit or head.release == cover.release)
         ):
             return cover
     return None
@@ -290,7 +294,7 @@ def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:
         msg.kind == "patch"
         and same_author(msg, part)
         and msg.resend == part.resend
-        and (msg.version == part.version or not msg.version_explicit)
+        and (msg.release == part.release or not msg.version_explicit)
         and msg.counter > part.total
         # numbered beyond a single patch's posting only as such: `[PATCH 2/1]`, not `3/4`
         and (part.total > 1 or msg.total == part.total)

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bot.mail.subject import point_of
+
 # The kinds of message series are assembled from: cover letters and patches, and `other` mail,
 # which may be a cover letter written without any tag (`grouping`, rule 7).
 ASSEMBLED_KINDS = ("cover", "patch", "other")
@@ -49,10 +51,15 @@ class ThreadMessage:
         parents = self.parents()
         return parents[0] if parents else None
 
+    @functools.cached_property
+    def release(self) -> tuple[int, int]:
+        """The version and its point release: (4, 1) for `v4.1`, (4, 0) for `v4`."""
+        return (self.version, point_of(self.version, self.prefixes))
+
     @property
-    def key(self) -> tuple[int, int, bool]:
-        """What the parts of one posting share besides their author: version, size, RESEND."""
-        return (self.version, self.total, self.resend)
+    def key(self) -> tuple[int, int, int, bool]:
+        """What the parts of one posting share besides their author: release, size, RESEND."""
+        return (*self.release, self.total, self.resend)
 
 
 def same_author(a: ThreadMessage, b: ThreadMessage) -> bool:

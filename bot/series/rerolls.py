@@ -12,7 +12,9 @@ v2 1/3]` in reply, then the whole v2 days later in a thread of its own: both are
 v2); failing a v - 1 in its thread, from version v - 1 of its series, when the series holds
 no other posting of version v (a reroll sent in a thread of its own). The base is the newest
 such posting, itself perhaps a reroll; a reroll retitled by its first patch may be filed as a
-series of its own, and its thread still finds its base. The link
+series of its own, and its thread still finds its base. Beyond b4, a point release (`[PATCH
+v4.1 9/9]` in reply to v4's 9/9, Darrick Wong's respin of one patch) rerolls the release before
+it, v4 (or an earlier point of v4), by the same rule. The link
 is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
 number, and `SeriesVersion.applied_patches` lists what a test applies.
 
@@ -30,6 +32,7 @@ import sqlalchemy as sa
 
 from bot.db.models import Message, Patch, SeriesVersion
 from bot.db.value_lists import in_param
+from bot.mail.subject import point_of
 from bot.series.shared_ids import unresolved
 
 _NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -47,12 +50,24 @@ class VersionFacts:
     expected: int
     date: dt.datetime | None
     unresolved: bool  # a Message-ID shared by other mails, unresolved: as good as missing
+    point: int = 0  # the point release: 1 for `v4.1`
     indexes: set[int] = field(default_factory=set)  # its own patches' numbers
     replies: list[bool] = field(default_factory=list)  # each own patch: answers its number
 
     @property
     def whole(self) -> bool:
         return self.indexes >= set(range(1, self.expected + 1))
+
+    @property
+    def release(self) -> tuple[int, int]:
+        return (self.version, self.point)
+
+    def follows(self, base: VersionFacts) -> bool:
+        """Whether `base` is of the release just before this one's: for `v4.2`, an earlier
+        point of v4 (`v4.1`, `v4`); else any of version v - 1."""
+        if self.point:
+            return base.version == self.version and base.point < self.point
+        return base.version == self.version - 1
 
 
 def answers_its_number(
@@ -74,22 +89,23 @@ def answers_its_number(
 
 def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None, bool]]:
     """For each version: (the version it rerolls or None, complete)."""
-    ordered = sorted(versions, key=lambda v: (v.version, v.date or _NO_DATE, v.id))
+    ordered = sorted(versions, key=lambda v: (v.release, v.date or _NO_DATE, v.id))
     out: dict[int, tuple[int | None, bool]] = {}
     covered: dict[int, set[int]] = {}  # the numbers a test of each version applies
     for v in ordered:
         base = None
-        if v.version > 1 and not v.whole and v.replies and all(v.replies):
+        if v.release > (1, 0) and not v.whole and v.replies and all(v.replies):
             kin = [b for b in ordered if b.id != v.id and _related(b, v)]
             # b4 looks in the thread: a version v - 1 there is the base, and a whole vN posted
             # later in a thread of its own does not count. Else the series' v - 1, when the
-            # series has no other vN.
+            # series has no other vN. A point release (`[PATCH v4.1 9/9]`, which b4 reads as
+            # no version) rerolls the release before it, v4 itself: lorelab's reading.
             here = [b for b in kin if v.thread_id is not None and b.thread_id == v.thread_id]
-            pool = here if any(b.version == v.version - 1 for b in here) else kin
-            earlier = [b for b in pool if b.version == v.version - 1]
+            pool = here if any(v.follows(b) for b in here) else kin
+            earlier = [b for b in pool if v.follows(b)]
             # Another posting of its own version (mm's `[PATCH v8 3/6] ... (fix)` beside v8, a
             # `v5 update 29/32`): b4 reads the two as one revision, and this one as no reroll.
-            if earlier and not any(b.version == v.version for b in pool):
+            if earlier and not any(b.release == v.release for b in pool):
                 base = earlier[-1]
         covered[v.id] = v.indexes | (covered[base.id] if base else set())
         complete = not v.unresolved and covered[v.id] >= set(range(1, v.expected + 1))
@@ -97,13 +113,16 @@ def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None
     return out
 
 
+# A reroll is a version past v1, or an incomplete one (a point release of v1: `v1.1`).
 _LATER_VERSIONS_OF_THREADS = sa.select(SeriesVersion.series_id).where(
-    in_param(SeriesVersion.thread_id, "threads"), SeriesVersion.version > 1
+    in_param(SeriesVersion.thread_id, "threads"),
+    sa.or_(SeriesVersion.version > 1, ~SeriesVersion.complete,
+           SeriesVersion.reroll_of_id.is_not(None)),
 )
 _FACTS = (
     SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.thread_id, SeriesVersion.version,
     SeriesVersion.expected, SeriesVersion.date, SeriesVersion.notes, SeriesVersion.complete,
-    SeriesVersion.reroll_of_id,
+    SeriesVersion.reroll_of_id, SeriesVersion.prefixes,
 )  # fmt: skip
 def _related(a: VersionFacts, b: VersionFacts) -> bool:
     """Versions of one series, or of one thread (where b4 looks)."""
@@ -130,8 +149,9 @@ _LINK = (
 
 def link_rerolls(conn: sa.Connection, thread_ids: Iterable[int]) -> None:
     """Link the partial rerolls among the versions of these threads' series, and store which of
-    them are complete with what they take. One query for threads that hold no version past v1,
-    which is most; the messages of a thread are read only for its incomplete later versions."""
+    them are complete with what they take. One query for threads that hold no version past v1
+    and no incomplete one, which is most; the messages of a thread are read only for its
+    incomplete later versions."""
     threads = list(set(thread_ids))
     series_ids = set(conn.scalars(_LATER_VERSIONS_OF_THREADS, {"threads": threads}))
     if not series_ids:
@@ -141,12 +161,13 @@ def link_rerolls(conn: sa.Connection, thread_ids: Iterable[int]) -> None:
         *conn.execute(_VERSIONS_OF_THREADS, {"threads": threads}),
     ]}.values())  # fmt: skip
     facts = {r.id: VersionFacts(r.id, r.series_id, r.thread_id, r.version, r.expected, r.date,
-                                unresolved(r.notes or ())) for r in rows}  # fmt: skip
+                                unresolved(r.notes or ()), point_of(r.version, r.prefixes or ()))
+             for r in rows}  # fmt: skip
     own = conn.execute(_OWN_PATCHES, {"versions": list(facts)}).all()
     for patch in own:
         facts[patch.series_version_id].indexes.add(patch.index)
     asked = {r.id: r.thread_id for r in rows
-             if r.version > 1 and r.thread_id is not None and not facts[r.id].whole}
+             if facts[r.id].release > (1, 0) and r.thread_id is not None and not facts[r.id].whole}
     if asked:
         messages = {m.msgid: (m.in_reply_to, m.counter, m.total) for m in
                     conn.execute(_THREAD_MESSAGES, {"threads": list(set(asked.values()))})}

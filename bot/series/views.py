@@ -30,9 +30,11 @@ from bot.db.models import (
     iso_utc,
 )
 from bot.mail import parse_message
+from bot.mail.subject import point_of, version_label
 
 LORE = "https://lore.kernel.org/r/"
 STAGES = ("apply", "build", "bench", "report", "reply")
+_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
 # When the steps of one stage differ (build-base done, build-patched failed), the stage shows
 # the first of these that any of them is in.
 _STATE_PRECEDENCE = ("failed", "running", "queued", "cancelled", "superseded")
@@ -99,6 +101,13 @@ def patch_dict(patch: Patch, with_trailers: bool = True) -> dict[str, Any]:
     return out
 
 
+def _release_order(version: SeriesVersion) -> tuple[int, int, dt.datetime, int]:
+    """Versions as they were released: v4, v4.1 (a point release), v5; postings of one release
+    by date."""
+    return (version.version, point_of(version.version, version.prefixes),
+            version.date or _NO_DATE, version.id)
+
+
 def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str, Any]:
     # A partial reroll's patches are its own and, for the numbers it did not send again, those
     # of the version it rerolls (what a test applies); any other version's are its own.
@@ -106,6 +115,7 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
     out: dict[str, Any] = {
         "id": version.id,
         "version": version.version,
+        "label": version_label(version.version, version.prefixes),  # v4.1 for a point release
         "title": version.title,
         "expected": version.expected,
         "received": version.received,
@@ -114,6 +124,8 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
             i for i in range(1, version.expected + 1) if i not in {p.index for p in applied}
         ],
         "reroll_of": version.reroll_of.version if version.reroll_of is not None else None,
+        "reroll_of_label": (version_label(version.reroll_of.version, version.reroll_of.prefixes)
+                            if version.reroll_of is not None else None),
         "cover_message_id": version.cover.msgid if version.cover else None,
         "anchor_message_id": version.anchor_msgid,
         "base_commit": version.base_commit,
@@ -126,7 +138,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
         "url": LORE + (first.msgid if (first := version.first_message) else version.anchor_msgid),
     }
     if with_patches:
-        out["patches"] = [{**patch_dict(p), "from_version": p.version.version} for p in applied]
+        out["patches"] = [{**patch_dict(p), "from_version": p.version.version,
+                           "from_label": version_label(p.version.version, p.version.prefixes)}
+                          for p in applied]
     return out
 
 
@@ -178,9 +192,10 @@ def series_views(
     out = []
     for series_id in series_ids:
         series = found[series_id]
-        latest = series.versions[-1] if series.versions else None
+        versions = sorted(series.versions, key=_release_order)
+        latest = versions[-1] if versions else None
         run = runs.get(series_id)
-        run_version = next((v for v in series.versions if run and v.id == run.series_version_id),
+        run_version = next((v for v in versions if run and v.id == run.series_version_id),
                            latest)
         reply = replies.get(run_version.id) if run_version else None
         out.append({
@@ -191,7 +206,7 @@ def series_views(
             "lists": lists.get(series.id, []),
             "latest_version": max((v.version for v in series.versions), default=None),
             "updated": _iso(series.last_mail_at or series.updated_at),
-            "versions": [version_dict(v, with_patches) for v in series.versions],
+            "versions": [version_dict(v, with_patches) for v in versions],
             # The status page's columns, flat.
             "author_name": series.author_name,
             "author_email": series.author_email,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.mail.subject import parse_subject
+from bot.mail.subject import parse_subject, version_label
 
 
 @pytest.mark.parametrize(
@@ -40,6 +40,14 @@ from bot.mail.subject import parse_subject
         ("[PATCH -next] ext4: fix remount", dict(version=1, prefixes=("-next",))),
         ("[PATCH -vfs] odd tree", dict(version=1, prefixes=("-vfs",))),
         ("[PATCH -v99999] too far", dict(version=1, prefixes=("-v99999",))),  # kept as written
+        # Point releases (Darrick Wong's respins): version 4, the tag kept for its label.
+        ("[PATCH v4.1 9/9] xfs: respin", dict(version=4, version_explicit=True, counter=9,
+                                              total=9, prefixes=("v4.1",), title="xfs: respin")),
+        ("[PATCHSET v2.2 0/4] xfs_repair: x", dict(version=2, counter=0, prefixes=("v2.2",))),
+        ("[PATCH -v3.1] ext4: x", dict(version=3, version_explicit=True, prefixes=("-v3.1",))),
+        ("[PATCH 5.10.y] stable", dict(version=1, version_explicit=False, prefixes=("5.10.y",))),
+        ("[PATCH v4.1234] too fine", dict(version=1, version_explicit=False)),
+        ("[PATCH v\u0663.1] not ASCII", dict(version=1, version_explicit=False)),
         # Mercurial's `hg email` counters, with its version flag.
         ("[PATCH 1 of 2] hg: first", dict(counter=1, total=2, counters_explicit=True,
                                           prefixes=(), title="hg: first")),
@@ -117,3 +125,14 @@ def test_agrees_with_b4(raw: str) -> None:
         p for p in theirs.get_extra_prefixes()
         if p.lower() not in ("patch", "rfc", "resend") and not p.lower().startswith("patch")
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "label"),
+    [("[PATCH v4.1 9/9] x", "v4.1"), ("[PATCH -v3.2] x", "v3.2"), ("[PATCH v4 1/2] x", "v4"),
+     ("[PATCH] x", "v1"), ("[PATCH v\u0663.1] x", "v1"),
+     ("[PATCH v12.10 mm-unstable] x", "v12.10")],
+)
+def test_version_labels_say_what_the_author_wrote(raw: str, label: str) -> None:
+    subject = parse_subject(raw)
+    assert version_label(subject.version, subject.prefixes) == label

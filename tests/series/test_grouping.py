@@ -196,3 +196,15 @@ def test_unthreaded_parts_an_hour_apart_or_out_of_order_are_not_one_posting():
     assert found([parts[0], parts[1], early]) == [(1, "a0", ["a0", "a1", "a2"])]
     earlier = dataclasses.replace(parts[2], date=START - dt.timedelta(minutes=30))
     assert found([parts[0], parts[1], earlier]) == [(1, None, ["a2"]), (1, "a0", ["a0", "a1"])]
+
+
+def test_point_releases_are_postings_of_their_own():
+    """Darrick Wong respins patches of v4 as `[PATCH v4.1 i/N]` and `v4.2`, each in reply to the
+    patch it replaces: read as version 4, each point release is a posting apart from v4's and
+    from the other's, not one posting of v4 with two patches."""
+    v4 = series("a", 3, version=4, explicit=True)
+    respins = [dataclasses.replace(msg(f"p{point}", f"a{point + 1}", counter=point + 1, total=3,
+                                       version=4, explicit=True), prefixes=(f"v4.{point}",))
+               for point in (1, 2)]
+    assert found(v4 + respins) == [(4, "a0", ["a0", "a1", "a2", "a3"]), (4, None, ["p1"]),
+                                   (4, None, ["p2"])]

@@ -27,6 +27,7 @@ from bot.demo.threads import (
     make_tree,
     series_changes,
 )
+from bot.report.compose.from_db import series_info
 from bot.series.mbox import am_ready_mbox
 from tests.cli import Lorelab
 from tests.series.mailing import (
@@ -444,8 +445,8 @@ def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(
     refused = lorelab.run("series", "mbox", series_id, "--version", "2", check=False)
     said = refused.stderr.decode()
     assert refused.returncode == 1 and "2 postings of v2" in said, said
-    assert f"<{msgs_id(reroll)}> (1 patch, a partial reroll of v1)" in said
-    assert f"<{msgs_id(whole[0])}> (3 patches)" in said
+    assert f"<{msgs_id(reroll)}> (v2, 1 patch, a partial reroll of v1)" in said
+    assert f"<{msgs_id(whole[0])}> (v2, 3 patches)" in said
 
     def subjects(ref: str) -> list[str]:
         mbox = lorelab.run("series", "mbox", ref).stdout.decode()
@@ -456,6 +457,43 @@ def test_a_partial_reroll_stands_beside_the_whole_version_sent_later(
         "Subject: [PATCH 1/3]", "Subject: [PATCH v2 2/3]", "Subject: [PATCH 3/3]"]
     assert subjects(f"https://lore.kernel.org/all/{msgs_id(whole[2])}/") == [
         f"Subject: [PATCH v2 {i}/3]" for i in (1, 2, 3)]
+
+
+def test_a_point_release_rerolls_the_release_before_it(
+    db, db_url, make, ingest_settings, tmp_path
+):
+    """Darrick Wong's respin of one patch (linux-xfs, 813 such postings): `[PATCH v4.1 3/3]` in
+    reply to v4's 3/3. It is v4 with patch 3 replaced, complete and tested so, and it says
+    `v4.1` wherever lorelab names it: b4 reads no version there (1), lorelab read it as v1."""
+    v4 = make(dataclasses.replace(V1, version=4))
+    point = reroll_of(make, v4, 3, 2).replace(b"[PATCH v2 3/3] ", b"[PATCH v4.1 3/3] ", 1)
+    assert header(point, "Subject").startswith("[PATCH v4.1 3/3] ")
+    for order in ([*v4, point], [point, *v4[::-1]]):
+        emptied(db)
+        for mail in order:
+            store(db, [mail], ingest_settings)
+        s = only_series(db)
+        assert [(v["label"], v["version"], v["complete"], v["reroll_of_label"], v["received"])
+                for v in s["versions"]] == [("v4", 4, True, None, 3), ("v4.1", 4, True, "v4", 1)]
+        assert [(p["message_id"], p["from_label"]) for p in s["versions"][1]["patches"]] == [
+            (msgs_id(v4[1]), "v4"), (msgs_id(v4[2]), "v4"), (msgs_id(point), "v4.1")]
+
+    lorelab = Lorelab(tmp_path, db_url)
+    shown = lorelab.run("series", "show", str(s["id"])).stdout.decode()
+    assert "v4.1 " in shown and "a partial reroll of v4:" in shown and "(v4)" in shown, shown
+    mbox = lorelab.run("series", "mbox", str(s["id"])).stdout.decode()  # the newest: v4.1
+
+    def added(raw: bytes) -> list[str]:
+        return [line for line in raw.decode().splitlines()
+                if line.startswith("+") and not line.startswith("+++")]
+
+    assert mbox.count("\nSubject: ") == 3
+    assert all(line in mbox for line in added(v4[1]) + added(v4[2]) + added(point))
+    assert not any(line in mbox for line in added(v4[3]))  # the respin, not v4's patch 3
+    with db.session() as session:
+        version = session.get(SeriesVersion, s["versions"][1]["id"])
+        said = series_info(version).describe().replace("\x1f", " ")  # glued for wrapping
+        assert said.endswith(" (v4.1, 3 patches)"), said  # what a reply calls it
 
 
 def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(

@@ -60,3 +60,22 @@ def test_each_posting_of_a_version_has_its_own_page_and_its_runs_lead_to_it(db, 
             assert f"?version=2&amp;posting={postings[other]}" in page  # the other v2, linked
         missing = requests.get(f"{site}/series/{series}?posting=999999", timeout=10)
         assert missing.status_code == 404
+
+
+def test_a_point_release_is_named_as_its_author_wrote_it(db: Database, tmp_path: Path,
+                                                          ingest_settings):
+    """`[PATCH v4.1 2/3]`, a respin of v4's 2/3 (linux-xfs): the page says v4.1, a reroll of
+    v4, and marks the patches it takes from v4."""
+    tree = make_tree(tmp_path / "linux")
+    v4 = make_series(tree, dataclasses.replace(V1, version=4))
+    (respin,) = make_series(tree, SeriesSpec(
+        title="unused", patches=1, cover=False, version=2,
+        changes=(series_changes(V1)[1].revised(),), in_reply_to=f"<{msgs_id(v4[2])}>"))
+    store(db, [*v4, respin.replace(b"[PATCH v2] ", b"[PATCH v4.1 2/3] ", 1)], ingest_settings)
+    with db.session() as session:
+        series = session.scalars(sa.select(SeriesVersion.series_id)).first()
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{series}", timeout=10).text
+    shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+    assert "v4.1 (shown)" in shown and "reroll of v4<" in shown, shown
+    assert "Patches of v4.1" in page and page.count('<span class="muted">(v4)</span>') == 2

@@ -15,6 +15,7 @@ from sqlalchemy.orm import object_session
 
 from bot.config.report import ReportSettings
 from bot.db.models import Message, SeriesVersion, utcnow
+from bot.mail.subject import version_label
 from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
 from bot.report.compose.reproduce import apply_lines, raw_apply_lines
 
@@ -96,6 +97,7 @@ def series_info(version: SeriesVersion, status_url: str = "",
         series_version_id=version.id,
         anchor_msgid=version.anchor_msgid,
         run_id=run_id,
+        label=version_label(version.version, version.prefixes),
     )
 
 

@@ -60,11 +60,13 @@ class SeriesInfo:
     # Message-ID is derived from it, so it must not change between retries.
     anchor_msgid: str = ""
     run_id: int | None = None  # the run whose reply this is (part of the reply's Message-ID)
+    label: str = ""  # the version as its author wrote it, when not "v{version}": "v4.1"
 
     def describe(self) -> str:
         """E.g. '"mm: foo" (v2, 3 patches)'."""
         noun = "patch" if self.patches == 1 else "patches"
-        return f'"{self.title}" ' + glue(f"(v{self.version}, {self.patches} {noun})")
+        version = self.label or f"v{self.version}"
+        return f'"{self.title}" ' + glue(f"({version}, {self.patches} {noun})")
 
 
 @dataclass(frozen=True)
