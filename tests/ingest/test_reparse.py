@@ -4,6 +4,7 @@ made them."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import sqlalchemy as sa
 
 from bot.db.models import Message, Patch, Series, SeriesVersion, Trailer, pack_mail
 from bot.db.session import Database
-from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
+from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
 from bot.series import grouping
 from bot.series.assemble import update_series
 from tests.cli import Lorelab
@@ -184,3 +185,44 @@ def test_series_sent_through_a_relay_become_their_authors(
     assert summary["columns"] == {"from_email": 3, "from_name": 3}
     assert state(db) == expected
     assert [s["author"]["email"] for s in all_series(db)] == ["ada@example.org"]
+
+
+def test_point_releases_read_as_v1_before_are_read_again(
+    db, db_url, tree, ingest_settings, tmp_path
+):
+    """linux-xfs: Darrick Wong's `[PATCH v2.1 2/3]` respin of Christoph's v2 and his own
+    `[PATCH 4/3]` addition, both in reply to Christoph's posting. Read as version 1 before
+    (`v2.1` was no version), the two were one posting of his; read again, the respin is v2.1,
+    a partial reroll of v2 complete with it, and the addition a posting of its own, as if
+    stored now (the respin's posting no longer counts the addition's number)."""
+    hch, djwong = ("Christoph Hellwig", "hch@lst.de"), ("Darrick J. Wong", "djwong@kernel.org")
+    v2 = make_series(tree, SeriesSpec(title="iomap: iterate", author=hch, version=2))
+    later = dt.datetime(2026, 12, 14, 19, 17, tzinfo=dt.UTC)
+    (respin,) = make_series(tree, SeriesSpec(
+        title="unused", author=djwong, patches=1, cover=False, start_date=later,
+        changes=(series_changes(SeriesSpec(title="iomap: iterate"))[1].revised(),),
+        in_reply_to=f"<{msgs_id(v2[2])}>"))
+    respin = respin.replace(b"Subject: [PATCH] ", b"Subject: [PATCH v2.1 2/3] ", 1)
+    (addition,) = make_series(tree, SeriesSpec(
+        title="iomap: move the iterator", author=djwong, patches=1, cover=False,
+        start_date=later + dt.timedelta(minutes=2), in_reply_to=f"<{msgs_id(v2[0])}>"))
+    addition = addition.replace(b"Subject: [PATCH] ", b"Subject: [PATCH 4/3] ", 1)
+    store(db, [*v2, respin, addition], ingest_settings)
+    expected = state(db)
+    shapes = sorted((v["label"], v["expected"], v["complete"], v["reroll_of_label"])
+                    for s in all_series(db) for v in s["versions"])
+    assert shapes == [("v1", 4, False, None), ("v2", 3, True, None), ("v2.1", 3, True, "v2")]
+
+    with db.session() as session:  # the respin's row and the series as an older lorelab made them
+        threads = session.scalars(sa.update(Message).where(Message.msgid == msgs_id(respin))
+                                  .values(version=1, version_explicit=False)
+                                  .returning(Message.thread_id)).all()
+        for table in (Trailer, Patch, SeriesVersion, Series):
+            session.execute(sa.delete(table))
+        update_series(session, set(threads))
+        session.commit()
+    assert sorted(len(v["patches"]) for s in all_series(db) for v in s["versions"]) == [2, 3]
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert summary["columns"] == {"version": 1, "version_explicit": 1}
+    assert state(db) == expected
