@@ -374,9 +374,10 @@ def _store_posting(
     # What the posting no longer holds goes before its size is taken: a patch grouped here once
     # (as an older lorelab read it) whose own posting is stored later in this run.
     taken = {rows[m].id for m in posting.patches.values()}
-    for message_id in [m for m in version.patches.values() if m not in taken]:
-        version.patches = {i: m for i, m in version.patches.items() if m != message_id}
-        known.holder.pop(message_id, None)
+    if dropped := [m for m in version.patches.values() if m not in taken]:
+        version.patches = {i: m for i, m in version.patches.items() if m in taken}
+        for message_id in dropped:
+            known.holder.pop(message_id, None)
     _place_patches(version, posting, rows, known)
     indexes = set(version.patches)
     version.expected = max([posting.expected, *indexes])

@@ -113,8 +113,12 @@ def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None
     return out
 
 
-# A reroll is a version past v1, or an incomplete one (a point release of v1: `v1.1`).
-_LATER_VERSIONS_OF_THREADS = sa.select(SeriesVersion.series_id).where(
+# A reroll is a version past v1, or a point release of v1 (`v1.1`), incomplete until linked:
+# incomplete v1s come back too, and their prefixes tell which are point releases.
+_LATER_VERSIONS_OF_THREADS = sa.select(
+    SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.prefixes,
+    SeriesVersion.reroll_of_id,
+).where(
     in_param(SeriesVersion.thread_id, "threads"),
     sa.or_(SeriesVersion.version > 1, ~SeriesVersion.complete,
            SeriesVersion.reroll_of_id.is_not(None)),
@@ -150,10 +154,12 @@ _LINK = (
 def link_rerolls(conn: sa.Connection, thread_ids: Iterable[int]) -> None:
     """Link the partial rerolls among the versions of these threads' series, and store which of
     them are complete with what they take. One query for threads that hold no version past v1
-    and no incomplete one, which is most; the messages of a thread are read only for its
+    nor point release of v1, which is most; the messages of a thread are read only for its
     incomplete later versions."""
     threads = list(set(thread_ids))
-    series_ids = set(conn.scalars(_LATER_VERSIONS_OF_THREADS, {"threads": threads}))
+    found = conn.execute(_LATER_VERSIONS_OF_THREADS, {"threads": threads})
+    series_ids = {r.series_id for r in found if r.version > 1 or r.reroll_of_id is not None
+                  or point_of(r.version, r.prefixes or ())}
     if not series_ids:
         return
     rows = list({r.id: r for r in [
