@@ -38,7 +38,10 @@ from bot.db.models import RulesEdition
 #    title links no versions into one series (`bot.series.grouping`, `membership`); a point
 #    release (`[PATCH v4.1 9/9]`) is version 4, a posting of its own that rerolls v4
 #    (`bot.mail.subject`, `grouping`, `rerolls`).
-RULES_EDITION = 5
+# 6: a numbered patch without a diff takes no place in its posting, and is the cover letter of
+#    the patches of its posting that reply to it (`[NDCTL PATCH v7 4/4]` over 1/4..4/4:
+#    `bot.series.grouping`, rule 8).
+RULES_EDITION = 6
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

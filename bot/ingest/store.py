@@ -171,9 +171,9 @@ class ListResolver:
 
 def _thread_message(row: MessageRow, references: list[str]) -> ThreadMessage:
     """A message row, its References decoded, as series grouping sees it."""
-    return thread_message(
-        {**row._asdict(), "references": references, "prefixes": orjson.loads(row.prefixes)}
-    )
+    # `files` as `message_row` wrote it: orjson writes no list shorter than "[]"
+    return thread_message({**row._asdict(), "references": references,
+                           "prefixes": orjson.loads(row.prefixes), "has_diff": row.files != "[]"})
 
 
 def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary) -> None:

@@ -26,7 +26,7 @@ from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.db.value_lists import in_param
 from bot.series import membership, records
 from bot.series.grouping import Posting, group_postings
-from bot.series.parts import ASSEMBLED_KINDS, thread_message
+from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF, thread_message
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
@@ -37,7 +37,7 @@ _POSTING_COLUMNS = (
     Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
     Message.title, Message.prefixes, Message.base_commit, Message.change_id,
-    Message.claimed_msgid,
+    Message.claimed_msgid, HAS_DIFF,
 )  # fmt: skip
 
 
@@ -219,7 +219,8 @@ def update_series(
     rows: dict[str, Any] = {}
     by_thread = _posting_parts(conn, posting_threads)
     shared = shared_ids(conn, by_thread)
-    # copies of a shared Message-ID that no posting takes, and patches that are no longer
+    # copies of a shared Message-ID that no posting takes, patches without a diff, and patches
+    # that are no longer: out of the versions that hold them
     not_taken: list[int] = list(no_longer_parts)
     for thread_id, parts in by_thread.items():
         parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
@@ -228,6 +229,7 @@ def update_series(
         postings = group_postings(thread_message(r._mapping) for r in parts)
         note_postings(postings, notes)
         found += [(thread_id, p) for p in postings]
+        not_taken += [rows[m].id for p in postings for m in p.without_diff]
     found = [(t, p) for t, p in found if p.patches]  # a cover letter alone is not a posting yet
     if found or not_taken:
         known = _Known(conn, [p for _, p in found], rows, not_taken)

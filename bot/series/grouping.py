@@ -38,6 +38,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    over `[PATCH 01/14]`...), as are some `[RFC]`s. The version is its subject's, else a `vN`
    ending it (`... v3 (resend)` is a RESEND; the title goes without it), else its patches'.
    b4 reads no cover letter there.
+8. A numbered patch without a diff takes no place in its posting: b4 leaves its number missing,
+   and `git am` stops at it as at a patch that does not apply. When numbered patches of its
+   author and size reply to it, one at or below its own number, it is their cover letter
+   numbered as a patch (`[NDCTL PATCH v7 4/4]` over 1/4..4/4, `[PATCH 1/8 v2]` over
+   1/8..8/8), read as `0/N`: a patch's own replies number above it.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -74,6 +79,7 @@ class Posting:
     title: str = ""
     date: dt.datetime | None = None
     notes: list[str] = field(default_factory=list)
+    without_diff: list[str] = field(default_factory=list)  # patches that take no number (rule 8)
 
     @property
     def complete(self) -> bool:
@@ -119,7 +125,7 @@ def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
 
 def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     """Postings found among `messages` (usually one thread), in order of their dates."""
-    by_id = _with_untagged_covers({m.msgid: m for m in messages})
+    by_id = _with_covers({m.msgid: m for m in messages})
     parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
     chains = _chains(parts, by_id)
     # Each chain: cover letters and root patches name their own posting (rule 2).
@@ -170,21 +176,27 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
 _ENDING_VERSION = re.compile(r"\s+v(\d{1,4})(\s*\(resend\))?$", re.I)  # "... v3 (resend)"
 
 
-def _with_untagged_covers(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
-    """The cover letters and patches of `by_id`, with each `other` message that numbered
-    patches of its author reply to as the cover letter it is (rule 7). Other messages are left
-    out: what replies to one (a fix to a bug report) hangs from it as from a message not in the
-    thread (rule 3), named by it."""
-    first_patch: dict[str, ThreadMessage] = {}  # of each such message, the earliest
+def _with_covers(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
+    """The cover letters and patches of `by_id`, with the cover letters that were not sent as
+    such read as what they are: each `other` message that numbered patches of its author reply
+    to (rule 7), each patch without a diff over patches of its posting (rule 8). Other messages
+    are left out: what replies to one (a fix to a bug report) hangs from it as from a message not
+    in the thread (rule 3), named by it."""
+    first_patch: dict[str, ThreadMessage] = {}  # of each untagged cover letter, the earliest
+    covers: dict[str, ThreadMessage] = {}
     for msg in by_id.values():
         parent = by_id.get(msg.hook) if msg.hook else None
-        if (msg.kind != "patch" or msg.total < 2 or parent is None or parent.kind != "other"
-                or parent.hook is not None or not same_author(parent, msg)):
+        if msg.kind != "patch" or msg.total < 2 or parent is None or not same_author(parent, msg):
             continue
-        known = first_patch.get(parent.msgid)
-        if known is None or _by_date(msg) < _by_date(known):
-            first_patch[parent.msgid] = msg
-    covers = {msgid: _as_cover(by_id[msgid], patch) for msgid, patch in first_patch.items()}
+        if parent.kind == "other" and parent.hook is None:
+            known = first_patch.get(parent.msgid)
+            if known is None or _by_date(msg) < _by_date(known):
+                first_patch[parent.msgid] = msg
+        elif parent.kind == "patch" and not parent.has_diff and msg.counter <= parent.counter:
+            as_cover = dataclasses.replace(parent, kind="cover", counter=0)
+            if _continues(msg, as_cover):
+                covers[parent.msgid] = as_cover
+    covers.update((msgid, _as_cover(by_id[msgid], patch)) for msgid, patch in first_patch.items())
     return {m.msgid: covers.get(m.msgid, m) for m in by_id.values()
             if m.is_posting_part or m.msgid in covers}
 
@@ -313,6 +325,11 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
     for msg in sorted(group, key=_by_date):
         if msg.kind == "cover":
             posting.cover = msg.msgid
+            continue
+        if not msg.has_diff:  # rule 8
+            posting.without_diff.append(msg.msgid)
+            posting.notes.append(f"patch {msg.counter}/{msg.total} carries no diff that git "
+                                 f"can apply, so its number stays missing: {msg.msgid}")
             continue
         if msg.counter in posting.patches:
             # A patch sent twice in one posting: the later one wins (it was a correction).

@@ -8,11 +8,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import sqlalchemy as sa
+
+from bot.db.models import Message
 from bot.mail.subject import point_of
 
 # The kinds of message series are assembled from: cover letters and patches, and `other` mail,
 # which may be a cover letter written without any tag (`grouping`, rule 7).
 ASSEMBLED_KINDS = ("cover", "patch", "other")
+# Whether a stored message carries a diff (one names a file at least): selected with the other
+# columns `thread_message` reads.
+HAS_DIFF = (sa.func.json_array_length(Message.files) > 0).label("has_diff")
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class ThreadMessage:
     author_name: str = ""  # the display name, as written
     rfc: bool = False
     prefixes: tuple[str, ...] = ()  # subject tags besides PATCH, vN, N/M, RFC, RESEND
+    has_diff: bool = True  # a `[PATCH 2/5]` without one takes no place in its posting
 
     @property
     def is_posting_part(self) -> bool:
@@ -76,7 +83,8 @@ def _plain_name(name: str) -> str:
 
 
 def thread_message(row: Mapping[str, Any]) -> ThreadMessage:
-    """A `messages` row (a stored row's mapping, or a row about to be stored) for grouping."""
+    """A `messages` row (a stored row's mapping with `HAS_DIFF`, or a row about to be stored)
+    for grouping."""
     date = row["date"]
     if date is not None and date.tzinfo is None:
         date = date.replace(tzinfo=dt.UTC)
@@ -96,4 +104,5 @@ def thread_message(row: Mapping[str, Any]) -> ThreadMessage:
         title=row["title"],
         rfc=row["rfc"],
         prefixes=tuple(row["prefixes"] or ()),
+        has_diff=bool(row["has_diff"]),
     )

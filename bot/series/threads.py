@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from bot.db.models import Message, SeriesVersion, Thread, UnseenMessage
 from bot.db.value_lists import in_param, insert_tuples, sqlite_inserted_ids
 from bot.series import unthreaded
-from bot.series.parts import ThreadMessage, thread_message
+from bot.series.parts import HAS_DIFF, ThreadMessage, thread_message
 
 _PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
 _THREADS = Thread.__table__
@@ -207,7 +207,7 @@ _PART_COLUMNS = (
     Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
     Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
-    Message.title, Message.prefixes,
+    Message.title, Message.prefixes, HAS_DIFF,
 )  # fmt: skip
 _STORED_PARTS = sa.select(*_PART_COLUMNS).where(
     Message.date.between(sa.bindparam("start"), sa.bindparam("end")),

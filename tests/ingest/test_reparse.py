@@ -4,6 +4,7 @@ made them."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import sqlalchemy as sa
 from bot.db.models import Message, Patch, Series, SeriesVersion, Trailer, pack_mail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
-from bot.series import grouping
+from bot.series import assemble, grouping
 from bot.series.assemble import update_series
+from bot.series.parts import thread_message
 from tests.cli import Lorelab
 from tests.series.mailing import (
     all_series,
@@ -24,6 +26,7 @@ from tests.series.mailing import (
     sent_as_addition,
     state,
     store,
+    with_body,
     with_header,
 )
 
@@ -48,10 +51,15 @@ def answered(db, tree, ingest_settings) -> dict[str, bytes]:
     return {"review": review, "question": question}
 
 
-def _as_an_older_lorelab_stored_it(db: Database, review: bytes) -> None:
+def _as_an_older_lorelab_stored_it(
+    db: Database, review: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The review's row as lorelab stored it before it read such replies as reviews (a patch
-    that had lost its diff), and the series assembled from that row, as they were then."""
-    with db.session() as session:
+    that had lost its diff), and the series assembled from that row, as they were then (when a
+    patch without a diff still took its number)."""
+    with db.session() as session, monkeypatch.context() as older:
+        older.setattr(assemble, "thread_message",
+                      lambda row: dataclasses.replace(thread_message(row), has_diff=True))
         thread = session.scalar(sa.update(Message).where(Message.msgid == msgs_id(review))
                                 .values(kind="patch").returning(Message.thread_id))
         update_series(session, [thread])
@@ -63,9 +71,11 @@ def _given_to(series: dict, index: int) -> set[str]:
     return {f"{t['name']}: {t['value']}" for t in patch["trailers"] if t["origin"] != "own"}
 
 
-def test_a_reply_once_read_as_a_patch_becomes_a_review(db, db_url, answered, tmp_path):
+def test_a_reply_once_read_as_a_patch_becomes_a_review(
+    db, db_url, answered, tmp_path, monkeypatch
+):
     expected = state(db)  # what this lorelab stores for the same mail
-    _as_an_older_lorelab_stored_it(db, answered["review"])
+    _as_an_older_lorelab_stored_it(db, answered["review"], monkeypatch)
     stale = all_series(db)
     assert len(stale) == 2, "the older reading made a series of the reviewer's own"
     assert {s["author"]["email"] for s in stale} == {"ada@example.org", "rita@example.org"}
@@ -225,4 +235,40 @@ def test_point_releases_read_as_v1_before_are_read_again(
 
     summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
     assert summary["columns"] == {"version": 1, "version_explicit": 1}
+    assert state(db) == expected
+
+
+def test_patches_without_a_diff_stored_before_leave_their_versions(
+    db, db_url, tree, ingest_settings, tmp_path, monkeypatch
+):
+    """Stored when a numbered patch without a diff still took its number: linux-xfs's `[NYE
+    PATCHRIVER i/2]` overviews, sent without threading, were a complete version `git am` cannot
+    apply; nvdimm's cover letter sent as `[NDCTL PATCH v7 4/4]` was v7's patch 4, and the real
+    patch 4 a version of its own. Read again: the overviews are no version, and v7 has its cover
+    letter and four patches, as if stored now."""
+    djwong = "From: \"Darrick J. Wong\" <djwong@kernel.org>\nTo: linux-xfs@vger.kernel.org\n"
+    overviews = [(f"{djwong}Subject: [NYE PATCHRIVER {i}/2] xfs: online repair part {i}\n"
+                  f"Date: Sun, 31 Dec 2023 10:0{i}:00 +0000\nMessage-ID: <nye{i}@magnolia>\n\n"
+                  "Here is where the patchsets of this part stand.\n").encode()
+                 for i in (1, 2)]
+    ndctl = make_series(tree, SeriesSpec(title="cxl: list the qos_class", patches=4, version=7))
+    ndctl[0] = with_body(with_header(ndctl[0], "Subject", "[PATCH v7 4/4] cxl: the qos_class"),
+                         "The series adds support for the qos_class of CXL devices.\n")
+    mails = [*overviews, *ndctl]
+    store(db, mails, ingest_settings)
+    expected = state(db)
+    assert sorted((v["version"], v["cover_message_id"], v["received"], v["complete"])
+                  for s in all_series(db) for v in s["versions"]) == [
+        (7, msgs_id(ndctl[0]), 4, True)]
+    emptied(db)
+    with monkeypatch.context() as older:
+        older.setattr(assemble, "thread_message",
+                      lambda row: dataclasses.replace(thread_message(row), has_diff=True))
+        store(db, mails, ingest_settings)
+    assert sorted((v["version"], v["cover_message_id"], v["received"], v["complete"])
+                  for s in all_series(db) for v in s["versions"]) == [
+        (1, None, 2, True), (7, None, 1, False), (7, None, 4, True)]
+
+    summary = Lorelab(tmp_path, db_url).json("ingest", "reparse")
+    assert (summary["changed"], summary["versions_removed"]) == (0, 2)
     assert state(db) == expected

@@ -74,6 +74,11 @@ def with_header(raw: bytes, name: str, value: str | None) -> bytes:
     return text.rstrip("\n").encode() + b"\n\n" + body
 
 
+def with_body(raw: bytes, text: str) -> bytes:
+    """`raw` with its body replaced by `text`."""
+    return raw.split(b"\n\n", 1)[0] + b"\n\n" + text.encode()
+
+
 def send_email(files: list[bytes], start: dt.datetime, domain: str = "example.org") -> list[bytes]:
     """`git send-email files...` as it sends unthreaded files: in the order given, a second
     apart, each with a new Message-ID, all in reply to the first."""

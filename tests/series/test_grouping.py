@@ -208,3 +208,51 @@ def test_point_releases_are_postings_of_their_own():
                for point in (1, 2)]
     assert found(v4 + respins) == [(4, "a0", ["a0", "a1", "a2", "a3"]), (4, None, ["p1"]),
                                    (4, None, ["p2"])]
+
+
+def diffless(m: ThreadMessage) -> ThreadMessage:
+    return dataclasses.replace(m, has_diff=False)
+
+
+def test_a_cover_letter_numbered_as_a_patch_is_the_cover_letter():
+    """nvdimm's `[NDCTL PATCH v7 4/4]` over `v7 1/4`..`4/4`, and linux-xfs's `[PATCH 1/8 v2]`
+    over unversioned `1/8`..`8/8`: a numbered patch without a diff to which patches of its
+    author and size reply, one at or below its number, is their cover letter, in any order of
+    arrival."""
+    ndctl = [diffless(msg("c", counter=4, total=4, version=7, explicit=True))] + [
+        msg(f"n{i}", "c", counter=i, total=4, version=7, explicit=True) for i in range(1, 5)]
+    xfs = [diffless(msg("x", counter=1, total=3, version=2, explicit=True))] + [
+        msg(f"x{i}", "x", counter=i, total=3) for i in range(1, 4)]
+    for thread, version in ((ndctl, 7), (xfs, 2)):
+        (posting,) = group_postings(reversed(thread))
+        assert (posting.version, posting.cover, posting.members, posting.complete) == (
+            version, thread[0].msgid, [m.msgid for m in thread], True)
+        assert posting.title == thread[0].title and not posting.notes
+
+
+def test_a_patch_without_a_diff_leaves_its_number_missing():
+    """A patch whose diff a mail client ate, in a shallow thread, a deep one, and at the top of
+    one without a cover letter (where its siblings reply to it, numbered above it): the
+    posting lacks that number and says why; nothing becomes a cover letter."""
+    shallow = series("s", 3)
+    shallow[2] = diffless(shallow[2])
+    deep = [msg("d1", counter=1, total=3), diffless(msg("d2", "d1", counter=2, total=3)),
+            msg("d3", "d2", counter=3, total=3)]
+    top = [diffless(msg("t1", counter=1, total=3)), msg("t2", "t1", counter=2, total=3),
+           msg("t3", "t1", counter=3, total=3)]
+    for thread, cover in ((shallow, "s0"), (deep, None), (top, None)):
+        lost = next(m for m in thread if not m.has_diff)
+        (posting,) = group_postings(thread)
+        assert posting.cover == cover and not posting.complete
+        assert lost.msgid not in posting.members and len(posting.patches) == 2
+        assert posting.notes == [f"patch {lost.counter}/3 carries no diff that git can apply, "
+                                 f"so its number stays missing: {lost.msgid}"]
+
+
+def test_a_later_patch_without_a_diff_does_not_replace_its_number():
+    """b4 prep's empty cover commit sent as `[PATCH v6 1/7]` beside the real cover letter and
+    patch 1 sent again: the patch with a diff keeps number 1."""
+    thread = series("a", 2)
+    thread.append(diffless(msg("e", "a0", counter=1, total=2)))
+    (posting,) = group_postings(thread)
+    assert posting.members == ["a0", "a1", "a2"] and posting.complete

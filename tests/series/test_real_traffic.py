@@ -40,6 +40,7 @@ from tests.series.mailing import (
     sent_as_addition,
     store,
     untagged,
+    with_body,
     with_header,
 )
 
@@ -640,3 +641,50 @@ def test_patches_without_a_title_are_not_one_series(db, make, ingest_settings):
     store(db, fixes, ingest_settings)
     assert sorted([shape(v) for v in s["versions"]] for s in all_series(db)) == sorted(
         [[(1, None, [msgs_id(fix)], True)] for fix in fixes])
+
+
+@pytest.mark.parametrize(("subject", "version"), [
+    ("[NDCTL PATCH v7 4/4] {title}", 7),  # nvdimm: `git send-email` given a stale file name
+    ("[PATCH 1/4 v2] {title}", 2),  # linux-xfs, over patches that forgot `-v`
+])
+def test_a_cover_letter_numbered_as_a_patch_is_the_cover_letter(
+    db, make, ingest_settings, subject, version
+):
+    """A cover letter sent with a patch's number and no diffstat: it is no patch (lorelab would
+    otherwise apply it, and `git am` stop at it as at a patch that does not apply), but the
+    cover letter of the patches that reply to it."""
+    spec = SeriesSpec(title="cxl: list the qos_class", patches=4,
+                      version=7 if version == 7 else 1)
+    posting = make(spec)
+    posting[0] = with_body(with_header(posting[0], "Subject", subject.format(title=spec.title)),
+                           "The series adds support for the qos_class of CXL devices.\n")
+    if version == 7:
+        posting[1:] = [m.replace(b"Subject: [PATCH v7", b"Subject: [NDCTL PATCH v7", 1)
+                       for m in posting[1:]]
+    store(db, posting, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(version, msgs_id(posting[0]),
+                                                   ids(posting[1:]), True)]
+    assert s["title"] == spec.title and s["versions"][0]["notes"] == []
+    with db.session() as session:
+        (stored,) = session.scalars(sa.select(SeriesVersion))
+        mbox = am_ready_mbox(session, stored).decode()
+    assert mbox.count("\nSubject: ") == 4 and "qos_class of CXL devices" not in mbox
+
+
+def test_a_patch_without_a_diff_leaves_the_version_incomplete(
+    db, db_url, make, ingest_settings, tmp_path
+):
+    """A patch whose diff a mail client ate: the version lacks its number and says why; it is
+    incomplete, so no run tests it (a reply would have said that the series does not apply)."""
+    posting = make(V1)
+    posting[2] = with_body(posting[2], "The diff was eaten by my mail client, sorry.\n")
+    store(db, posting, ingest_settings)
+    s = only_series(db)
+    (version,) = s["versions"]
+    assert (version["complete"], version["missing"], version["received"]) == (False, [2], 2)
+    note = (f"patch 2/3 carries no diff that git can apply, so its number stays missing: "
+            f"{msgs_id(posting[2])}")
+    assert version["notes"] == [note]
+    shown = Lorelab(tmp_path, db_url).run("series", "show", str(s["id"])).stdout.decode()
+    assert "2/3 incomplete, missing [2]" in shown and note in " ".join(shown.split()), shown
