@@ -17,7 +17,7 @@ from bot.db.models import SeriesVersion
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series, make_tree, series_changes
 from bot.runs.lifecycle import create_run
-from tests.series.mailing import msgs_id, store
+from tests.series.mailing import msgs_id, store, with_body
 from tests.support.web_data import web_settings
 from tests.support.web_server import serving
 
@@ -79,3 +79,20 @@ def test_a_point_release_is_named_as_its_author_wrote_it(db: Database, tmp_path:
     shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
     assert "v4.1 (shown)" in shown and "reroll of v4<" in shown, shown
     assert "Patches of v4.1" in page and page.count('<span class="muted">(v4)</span>') == 2
+
+
+def test_a_version_page_says_why_a_number_is_missing(db: Database, tmp_path: Path,
+                                                     ingest_settings):
+    """Patch 2 arrived without its diff (a mail client ate it): the page lists the version as
+    missing 2 and says which mail it was and why it does not count."""
+    posting = make_series(make_tree(tmp_path / "linux"), V1)
+    posting[2] = with_body(posting[2], "The diff was eaten by my mail client, sorry.\n")
+    store(db, posting, ingest_settings)
+    with db.session() as session:
+        series = session.scalars(sa.select(SeriesVersion.series_id)).one()
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{series}", timeout=10).text
+    shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+    assert "2/3" in shown and "missing 2" in shown, shown
+    assert (f"<li>patch 2/3 carries no diff that git can apply, so its number stays missing: "
+            f"{msgs_id(posting[2])}</li>") in page
