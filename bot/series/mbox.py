@@ -6,7 +6,8 @@ applied, carried over from earlier versions where the patch did not change. We h
 the messages of one posting and of the threads of its series, with networking off.
 
 b4's pitfalls handled here (docs/testing.md, "b4 as a library"): its configuration is
-module-global, it may call sys.exit() on odd input, and `get_series` must run once per mailbox.
+module-global, it may call sys.exit() on odd input, `get_series` must run once per mailbox, and
+its strict-thread walk may never end (`_strict_thread`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,17 @@ import contextlib
 import email
 import email.message
 import email.utils
+import inspect
 import io
 import logging
+import sys
 import tempfile
 from collections.abc import Iterable
+from types import FrameType
+from typing import Any
 
 import b4
+import liblore.utils
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -116,9 +122,10 @@ def b4_am_revision(
 ) -> int | None:
     """The revision to name in `b4 am -v REVISION [--no-parent] MSGID` so that b4, reading a
     thread of these raw messages as it reads lore's, writes exactly the patches `applied`
-    (message-ids, in order); None when it would write others: two authors' `[PATCH]` in one
-    subthread, parts lore keeps in threads of their own. A dry run of a reply's reproduce
-    line, with b4's own thread, revision and series rules (b4 reads `[PATCH -v3]` as 1).
+    (message-ids, in order); None when it would write others (two authors' `[PATCH]` in one
+    subthread, parts lore keeps in threads of their own) or never end. A dry run of a reply's
+    reproduce line, with b4's own thread, revision and series rules (b4 reads `[PATCH -v3]` as
+    1).
     Where a thread holds two postings of one revision, what b4 makes of it depends on the
     order it reads them in; lore's order is not known here, so the thread is read in order
     of arrival and of date, and both must give `applied`."""
@@ -143,9 +150,9 @@ def _b4_am_revision(
     msgs: list[email.message.EmailMessage], msgid: str, applied: list[str], noparent: bool
 ) -> int | None:
     try:
-        msgs = b4.get_strict_thread(msgs, msgid) or []
+        msgs = _strict_thread(msgs, msgid) or []
         if noparent:
-            msgs = b4.get_strict_thread(msgs, msgid, noparent=True) or []
+            msgs = _strict_thread(msgs, msgid, noparent=True) or []
         mailbox = b4.LoreMailbox()
         for msg in msgs:
             with contextlib.suppress(ValueError, SystemExit):
@@ -164,3 +171,50 @@ def _b4_am_revision(
     except (SystemExit, Exception):  # noqa: BLE001 - b4 on odd mail: no b4 line, raw mail instead
         return None
     return None
+
+
+class EndlessWalk(RuntimeError):
+    """liblore's strict-thread walk made a pass that took no message, and would make it again
+    for ever."""
+
+
+def _pass_end() -> int:
+    """The line of `liblore.utils.get_strict_thread` that ends each pass of its walk."""
+    lines, start = inspect.getsourcelines(liblore.utils.get_strict_thread)
+    for offset, line in enumerate(lines):
+        if line.strip() == "if not want:":
+            return start + offset
+    raise RuntimeError("liblore's get_strict_thread has changed: look again at _strict_thread")
+
+
+def _strict_thread(
+    msgs: list[email.message.EmailMessage], msgid: str, noparent: bool = False
+) -> list[email.message.EmailMessage] | None:
+    """`b4.get_strict_thread`, stopped (EndlessWalk) where liblore's walk never ends.
+
+    With `noparent` (given, or b4's own for a standalone `[PATCH]`), the walk ignores the
+    parents of `msgid` from the moment it reads `msgid`. A reply to `msgid` read before it asks
+    for those parents, which the walk has already seen: it asks again each pass and never
+    takes them (liblore 0.10.1; a `b4 am --no-parent` on lore in that order would not end
+    either). A walk that ends takes a message in each pass but its last, so more passes than
+    messages is one without end. Counted by tracing that function's frame alone."""
+    walk, pass_end, limit = liblore.utils.get_strict_thread.__code__, _pass_end(), len(msgs) + 1
+    passes = 0
+
+    def in_walk(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal passes
+        if event == "line" and frame.f_lineno == pass_end:
+            passes += 1
+            if passes > limit:
+                raise EndlessWalk(f"no end to b4's thread of <{msgid}>")
+        return in_walk
+
+    def calls(frame: FrameType, event: str, arg: Any) -> Any:
+        return in_walk if frame.f_code is walk else None
+
+    previous = sys.gettrace()
+    sys.settrace(calls)
+    try:
+        return b4.get_strict_thread(msgs, msgid, noparent=noparent)
+    finally:
+        sys.settrace(previous)

@@ -25,7 +25,7 @@ import pytest
 import sqlalchemy as sa
 
 from bot.db.models import SeriesVersion
-from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_series, make_tree
+from bot.demo.threads import LIST_ADDRESS, SeriesSpec, make_reply, make_series, make_tree
 from bot.report.compose.from_db import fetch_lines
 from bot.report.compose.reproduce import LORE_ALL, apply_lines, raw_apply_lines, raw_url
 from bot.series.views import series_dict
@@ -264,3 +264,25 @@ def _printing(line: str) -> str:
     for program in ("b4 ", "curl ", "git "):
         line = line.replace(program, "p ")
     return line
+
+
+def test_a_thread_b4_would_walk_without_end_is_fetched_mail_by_mail(
+    db, tree, ingest_settings, tmp_path
+):
+    """linux-pm: a `[PATCH]` sent with a series, in reply to its cover letter, and a review of
+    it that reached the list first. Read in that order, b4's `--no-parent` walk asks for the
+    cover letter pass after pass and never ends (liblore 0.10.1): the reply's lines must not
+    send readers there, and composing them must end."""
+    series = make_series(tree, SeriesSpec(title="cpupower: fix resource leaks", patches=2,
+                                          start_date=START))
+    (stray,) = make_series(tree, SeriesSpec(
+        title="tools/cpupower: avoid an out-of-bounds access", patches=1, cover=False,
+        in_reply_to=f"<{msgs_id(series[0])}>", start_date=START + dt.timedelta(seconds=3)))
+    review = make_reply(stray, author=("Rita Reviewer", "rita@example.org"),
+                        body="Which caller passes an empty string?",
+                        date=START + dt.timedelta(hours=2))
+    assert header(review, "References") == f"<{msgs_id(series[0])}> <{msgs_id(stray)}>"
+    store(db, [series[0], review, *series[1:], stray], ingest_settings)  # the review first
+    lines = reproduce_lines(db, msgs_id(stray))
+    assert len(lines) == 2 and lines[0].startswith("curl ")
+    assert lines[0].endswith(f"/{msgs_id(stray)}/raw")

@@ -78,7 +78,8 @@ def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
     session = object_session(version)
     assert session is not None, "a stored version"
     thread = session.scalars(sa.select(Message.raw).where(
-        Message.thread_id == first.thread_id)) if first.thread_id is not None else []
+        Message.thread_id == first.thread_id).order_by(Message.id)  # arrival: lore's order
+    ) if first.thread_id is not None else []
     msgids = [m.msgid for m in applied]
     revision = b4_am_revision(thread, first.msgid, msgids, noparent=own)
     if revision is None:
