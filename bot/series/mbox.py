@@ -17,6 +17,7 @@ import contextlib
 import email
 import email.message
 import email.utils
+import functools
 import inspect
 import io
 import logging
@@ -178,6 +179,7 @@ class EndlessWalk(RuntimeError):
     for ever."""
 
 
+@functools.cache
 def _pass_end() -> int:
     """The line of `liblore.utils.get_strict_thread` that ends each pass of its walk."""
     lines, start = inspect.getsourcelines(liblore.utils.get_strict_thread)
