@@ -51,6 +51,12 @@ def answered(db, tree, ingest_settings) -> dict[str, bytes]:
     return {"review": review, "question": question}
 
 
+def _every_patch_with_a_diff(older: pytest.MonkeyPatch) -> None:
+    """Assembly as before rules edition 6: a patch without a diff still took its number."""
+    older.setattr(assemble, "thread_message",
+                  lambda row: dataclasses.replace(thread_message(row), has_diff=True))
+
+
 def _as_an_older_lorelab_stored_it(
     db: Database, review: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -58,8 +64,7 @@ def _as_an_older_lorelab_stored_it(
     that had lost its diff), and the series assembled from that row, as they were then (when a
     patch without a diff still took its number)."""
     with db.session() as session, monkeypatch.context() as older:
-        older.setattr(assemble, "thread_message",
-                      lambda row: dataclasses.replace(thread_message(row), has_diff=True))
+        _every_patch_with_a_diff(older)
         thread = session.scalar(sa.update(Message).where(Message.msgid == msgs_id(review))
                                 .values(kind="patch").returning(Message.thread_id))
         update_series(session, [thread])
@@ -262,8 +267,7 @@ def test_patches_without_a_diff_stored_before_leave_their_versions(
         (7, msgs_id(ndctl[0]), 4, True)]
     emptied(db)
     with monkeypatch.context() as older:
-        older.setattr(assemble, "thread_message",
-                      lambda row: dataclasses.replace(thread_message(row), has_diff=True))
+        _every_patch_with_a_diff(older)
         store(db, mails, ingest_settings)
     assert sorted((v["version"], v["cover_message_id"], v["received"], v["complete"])
                   for s in all_series(db) for v in s["versions"]) == [

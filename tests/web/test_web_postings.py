@@ -62,6 +62,15 @@ def test_each_posting_of_a_version_has_its_own_page_and_its_runs_lead_to_it(db, 
         assert missing.status_code == 404
 
 
+def series_page(db: Database) -> tuple[str, str]:
+    """The page of the one stored series, and its row of the version it shows."""
+    with db.session() as session:
+        series = session.scalars(sa.select(SeriesVersion.series_id).distinct()).one()
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{series}", timeout=10).text
+    return page, re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+
+
 def test_a_point_release_is_named_as_its_author_wrote_it(db: Database, tmp_path: Path,
                                                           ingest_settings):
     """`[PATCH v4.1 2/3]`, a respin of v4's 2/3 (linux-xfs): the page says v4.1, a reroll of
@@ -72,11 +81,7 @@ def test_a_point_release_is_named_as_its_author_wrote_it(db: Database, tmp_path:
         title="unused", patches=1, cover=False, version=2,
         changes=(series_changes(V1)[1].revised(),), in_reply_to=f"<{msgs_id(v4[2])}>"))
     store(db, [*v4, respin.replace(b"[PATCH v2] ", b"[PATCH v4.1 2/3] ", 1)], ingest_settings)
-    with db.session() as session:
-        series = session.scalars(sa.select(SeriesVersion.series_id)).first()
-    with serving(web_settings(db.url)) as site:
-        page = requests.get(f"{site}/series/{series}", timeout=10).text
-    shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+    page, shown = series_page(db)
     assert "v4.1 (shown)" in shown and "reroll of v4<" in shown, shown
     assert "Patches of v4.1" in page and page.count('<span class="muted">(v4)</span>') == 2
 
@@ -88,11 +93,7 @@ def test_a_version_page_says_why_a_number_is_missing(db: Database, tmp_path: Pat
     posting = make_series(make_tree(tmp_path / "linux"), V1)
     posting[2] = with_body(posting[2], "The diff was eaten by my mail client, sorry.\n")
     store(db, posting, ingest_settings)
-    with db.session() as session:
-        series = session.scalars(sa.select(SeriesVersion.series_id)).one()
-    with serving(web_settings(db.url)) as site:
-        page = requests.get(f"{site}/series/{series}", timeout=10).text
-    shown = re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+    page, shown = series_page(db)
     assert "2/3" in shown and "missing 2" in shown, shown
     assert (f"<li>patch 2/3 carries no diff that git can apply, so its number stays missing: "
             f"{msgs_id(posting[2])}</li>") in page
