@@ -121,7 +121,8 @@ def ingest_lore(
 
 @ingest_app.command("pi-git")
 def ingest_pi_git(
-    location: str = typer.Argument(..., help="A public-inbox v2 archive: a path or a URL."),
+    location: str = typer.Argument(
+        ..., help="A public-inbox archive (a v2 inbox, one epoch, a v1 inbox): a path or a URL."),
     list_name: str = LIST_OPTION,
     once: bool = typer.Option(True, "--once/--follow", help="Walk once (default) or keep polling."),
     interval: int = typer.Option(300, "--interval", help="Seconds between polls with --follow."),

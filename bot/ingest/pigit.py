@@ -1,8 +1,12 @@
-"""Following a public-inbox v2 archive through git: the epochs `git/N.git`, walked by cursor.
+"""Following a public-inbox archive through git: its epochs, each walked from its own cursor.
 
 The archive is a local path (read in place) or a URL (each epoch `<URL>/N` cloned as a mirror
-under the data directory, then fetched). Each message is a commit whose tree holds one blob `m`;
-a removal is a commit renaming `m` to `d`. Per epoch the cursor is the last commit stored; a
+under the data directory, then fetched). On disk it is any of the layouts people hold
+(`find_epochs`): a v2 inbox (`git/N.git`), one epoch's repository on its own, or a v1 inbox.
+In a v2 epoch each message is a commit whose tree holds one blob `m`; a removal is a commit
+renaming `m` to `d`. A v1 inbox is one repository holding a file per message, named by the
+SHA-1 of its Message-ID (`ab/cdef...`); a removal deletes the file. A v1 inbox served over HTTP
+is cloned from `<URL>` itself, as its one epoch. Per epoch the cursor is the last commit stored; a
 cursor that is no longer an ancestor of the epoch's head means the history was rewritten (a
 purge), and the epoch is walked again from the start (storing is idempotent). Blobs are read by
 a parse worker, a slice of an epoch at a time (`bot.ingest.epoch_slice`); a blob that is missing
@@ -37,29 +41,65 @@ class GitArchiveError(GitError):
 _EPOCH = {"bare": True, "error": GitArchiveError}
 
 
+_V1_MESSAGE = re.compile(rb"[0-9a-f]{2}/[0-9a-f]{38}")  # a v1 inbox's file of one message
+
+
 def parse_log(out: bytes) -> list[Change]:
-    """Changes from `git log --reverse --raw --no-renames --no-abbrev --format=%x00%H`."""
+    """Changes from `git log --reverse --raw --no-renames --no-abbrev --format=%x00%H`, in
+    commit order: a v2 epoch's one message (`m`) or removal (`d`) per commit, or the message
+    files a commit of a v1 inbox adds or deletes (one each, as public-inbox writes them)."""
     changes: list[Change] = []
     for record in out.split(b"\x00")[1:]:
         lines = record.split(b"\n")
         commit = lines[0].strip().decode()
-        added: dict[str, str] = {}
+        added: dict[bytes, str] = {}
         for line in lines[1:]:
             if not line.startswith(b":"):
                 continue
             meta, _, path = line.partition(b"\t")
             fields = meta.split()
             status, new_blob, old_blob = fields[4][:1], fields[3].decode(), fields[2].decode()
-            name = path.decode(errors="replace")
-            if status in (b"A", b"M"):
-                added[name] = new_blob
-            elif status == b"D":
-                added.setdefault(f"-{name}", old_blob)
-        if "m" in added:
-            changes.append(Change(commit, added["m"], removed=False))
-        elif "d" in added:
-            changes.append(Change(commit, added["d"], removed=True))
+            if _V1_MESSAGE.fullmatch(path):
+                if status in (b"A", b"M", b"D"):
+                    removed = status == b"D"
+                    changes.append(Change(commit, old_blob if removed else new_blob, removed))
+            elif status in (b"A", b"M"):
+                added[path] = new_blob
+        if b"m" in added:
+            changes.append(Change(commit, added[b"m"], removed=False))
+        elif b"d" in added:
+            changes.append(Change(commit, added[b"d"], removed=True))
     return changes
+
+
+def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]]:
+    """`changes` in runs of `size`, a run made longer rather than end inside a commit: the
+    cursor a stored run leaves is its last commit, so the rest of a commit cut in two would be
+    taken as stored (a v1 commit may add several messages)."""
+    start = 0
+    while start < len(changes):
+        end = min(start + size, len(changes))
+        while end < len(changes) and changes[end].commit == changes[end - 1].commit:
+            end += 1
+        yield tuple(changes[start:end])
+        start = end
+
+
+def find_epochs(root: Path) -> list[tuple[int, Path]]:
+    """The repositories of the archive at `root` with their epoch numbers, oldest first, in the
+    layouts people hold: a v2 inbox (`root/git/N.git`), its `git` folder (`root/N.git`), or
+    one repository on its own, bare or not: an epoch cloned alone (numbered N when its name is
+    `N.git`, else 0) or a v1 inbox (epoch 0). Empty when `root` holds none of these."""
+    for folder in (root / "git", root):
+        found = [(int(path.name[:-4]), path) for path in folder.glob("*.git")
+                 if path.name[:-4].isdigit()]
+        if found:
+            return sorted(found)
+    for git_dir in (root, root / ".git"):
+        if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
+            name = root.name.removesuffix(".git")
+            return [(int(name) if name.isdigit() and root.name != name else 0, git_dir)]
+    return []
 
 
 def mirror_dir(url: str) -> Path:
@@ -73,8 +113,16 @@ def _is_remote(location: str) -> bool:
     return location.startswith(("http://", "https://", "git://"))
 
 
+def _clone_mirror(url: str, path: Path) -> str | None:
+    """`git clone --mirror url path`; None when it worked, else what git said."""
+    proc = subprocess.run(["git", "clone", "--quiet", "--mirror", url, str(path)],
+                          capture_output=True)
+    return None if proc.returncode == 0 else proc.stderr.decode(errors="replace").strip()
+
+
 class PiGitSource:
-    """A public-inbox v2 archive on disk (`PATH/git/N.git`) or over git smart HTTP (`URL/N`)."""
+    """A public-inbox archive on disk (`find_epochs`) or over git smart HTTP (`URL/N`, or `URL`
+    for a v1 inbox)."""
 
     kind = "pi-git"
 
@@ -90,13 +138,12 @@ class PiGitSource:
         """The epochs on disk after bringing a mirror up to date, oldest first."""
         if self.remote:
             self._update_mirror()
-        found = []
-        for path in (self.root / "git").glob("*.git"):
-            if path.name[:-4].isdigit():
-                found.append((int(path.name[:-4]), path))
+        found = find_epochs(self.root)
         if not found and not self.remote:
-            raise GitArchiveError(f"{self.root}: no public-inbox v2 epochs (git/N.git) here")
-        return sorted(found)
+            raise GitArchiveError(
+                f"{self.root}: no public-inbox archive here; give a v2 inbox (the folder holding"
+                " git/0.git), one epoch's git repository, or a v1 inbox's git repository")
+        return found
 
     def _update_mirror(self) -> None:
         git = self.root / "git"
@@ -108,13 +155,12 @@ class PiGitSource:
             if path.exists():
                 run_git(path, "fetch", "--quiet", "--prune", "--force", "origin", **_EPOCH)
             else:
-                proc = subprocess.run(
-                    ["git", "clone", "--quiet", "--mirror", url, str(path)], capture_output=True
-                )
-                if proc.returncode != 0:
-                    if number == 0:
-                        raise GitArchiveError(f"{url}: git clone failed: "
-                                              f"{proc.stderr.decode().strip()}")
+                failure = _clone_mirror(url, path)
+                if failure and number == 0:
+                    if _clone_mirror(self.location, path) is None:
+                        return  # a v1 inbox: the one repository is at the URL itself
+                    raise GitArchiveError(f"{url}: git clone failed: {failure}")
+                if failure:
                     break  # no further epoch
             number += 1
 
@@ -152,9 +198,8 @@ class PiGitSource:
                 continue
             if on_epoch is not None:
                 on_epoch(number, len(changes))
-            for start in range(0, len(changes), per_slice):
-                yield EpochSlice(self.location, number, str(git_dir),
-                                 tuple(changes[start : start + per_slice]))
+            for part in commit_runs(changes, per_slice):
+                yield EpochSlice(self.location, number, str(git_dir), part)
 
     def poll(
         self,

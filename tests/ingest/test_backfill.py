@@ -1,5 +1,6 @@
 """Backfilling a whole public-inbox archive through git: many epochs walked in order, each with
-its own cursor, and objects a partial mirror lacks or holds corrupt recorded and walked past.
+its own cursor, and objects a partial mirror lacks or holds corrupt recorded and walked past; the
+layouts people hold besides a v2 inbox (one epoch on its own, a v1 inbox, also over HTTP).
 
 The archive is made by public-inbox itself (`import_mbox` with a small epoch size); the bad
 objects are made the way they happen on disk: the packs exploded into loose objects (as a
@@ -8,6 +9,7 @@ mirror copied file by file holds them), then one file deleted and one damaged.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import subprocess
 from io import StringIO
@@ -19,9 +21,10 @@ from rich.console import Console
 from bot.cli.progress import WalkBar
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
 from bot.ingest.epoch_slice import msgid_of
-from bot.ingest.pigit import PiGitSource, parse_log
+from bot.ingest.pigit import PiGitSource, commit_runs, parse_log
 from bot.ingest.sources import RawMail
 from tests.cli import Lorelab
+from tests.support.gitrepo import git
 from tests.support.pi_server import PublicInbox, missing_reason
 
 pytestmark = pytest.mark.skipif(missing_reason() is not None, reason=missing_reason() or "")
@@ -149,3 +152,99 @@ def test_epochs_are_walked_in_order_and_the_bar_shows_each_epoch_and_its_rate(
             bar.stored(changes)
     shown = screen.getvalue()
     assert "epoch 1" in shown and "7/7" in shown and "msg/s" in shown
+
+
+def lorelab_in(tmp_path: Path) -> Lorelab:
+    return Lorelab(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
+
+
+def removed_msgids(db_file: Path) -> list[str]:
+    with sqlite3.connect(db_file) as conn:
+        return [row[0] for row in conn.execute("SELECT msgid FROM message_removals")]
+
+
+def v1_inbox(tmp_path: Path, raws: list[bytes], *, index: bool = False) -> PublicInbox:
+    """A public-inbox v1 inbox of `raws`: one repository, a file per message."""
+    pi = PublicInbox(tmp_path / "pi", index_level="basic", version=1)
+    mbox = tmp_path / "v1.mbox"
+    mbox.write_bytes(as_mbox(raws))
+    pi.import_mbox(mbox, index=index)
+    return pi
+
+
+def test_a_v1_inbox_is_walked_then_only_its_new_mail_and_removals(
+    tmp_path: Path, tree: Path
+) -> None:
+    raws = archive_mails(tree)
+    pi = v1_inbox(tmp_path, raws[:-1])
+    lorelab = lorelab_in(tmp_path)
+    got = lorelab.json("ingest", "pi-git", str(pi.inbox), "--list", "linux-mm")
+    assert (got["stored"], got["skipped"], got["removals"]) == (len(raws) - 1, 0, 0)
+    assert got["series_created"] == 3
+    assert sorted(stored_msgids(tmp_path / "lorelab.db")) == sorted(map(msgid_of, raws[:-1]))
+
+    pi.deliver(raws[-1])
+    pi.remove(raws[0])
+    again = lorelab.json("ingest", "pi-git", str(pi.inbox), "--list", "linux-mm")
+    assert (again["stored"], again["duplicates"], again["removals"]) == (1, 0, 1)
+    assert removed_msgids(tmp_path / "lorelab.db") == [msgid_of(raws[0])]
+    assert len(stored_msgids(tmp_path / "lorelab.db")) == len(raws)
+    (source,) = lorelab.json("sources")
+    assert set(source["position"]) == {"epoch/0"} and source["last_error"] is None
+
+
+def test_one_epoch_given_alone_bare_or_cloned_is_walked_as_that_epoch(
+    tmp_path: Path, tree: Path
+) -> None:
+    _, pi = archive(tmp_path, tree)
+    epoch_0, epoch_1 = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))[:2]
+    clone = tmp_path / "linux-mm-0"  # `git clone https://lore.kernel.org/linux-mm/0 linux-mm-0`
+    subprocess.run(["git", "clone", "-q", str(epoch_0), str(clone)], check=True)
+    lorelab = lorelab_in(tmp_path)
+    for location, epoch in ((epoch_1, 1), (clone, 0)):
+        got = lorelab.json("ingest", "pi-git", str(location), "--list", "linux-mm")
+        assert got["stored"] == len(message_blobs(epoch_1 if epoch else epoch_0)) > 0
+        (source,) = (s for s in lorelab.json("sources") if s["location"] == str(location))
+        assert set(source["position"]) == {f"epoch/{epoch}"}
+
+
+def test_a_v1_commit_of_several_messages_is_never_cut_between_slices(tmp_path: Path) -> None:
+    repo = tmp_path / "inbox"
+    git(tmp_path, "init", "-q", str(repo))
+    names = []
+    for n in range(3):
+        digest = hashlib.sha1(f"<{n}@example.org>".encode()).hexdigest()
+        names.append(f"{digest[:2]}/{digest[2:]}")
+        (repo / names[-1]).parent.mkdir(exist_ok=True)
+        (repo / names[-1]).write_text(f"Message-ID: <{n}@example.org>\n\nmail {n}\n")
+    git(repo, "add", names[0])
+    git(repo, "commit", "-q", "-m", "one")
+    git(repo, "add", *names[1:])
+    git(repo, "commit", "-q", "-m", "two at once")
+    git(repo, "rm", "-q", names[0])
+    git(repo, "commit", "-q", "-m", "a removal")
+    out = subprocess.run(["git", "-C", str(repo), "log", "--reverse", "--raw", "--no-renames",
+                          "--no-abbrev", "--format=%x00%H"], capture_output=True, check=True).stdout
+    changes = parse_log(out)
+    assert [c.removed for c in changes] == [False, False, False, True]
+    assert changes[1].commit == changes[2].commit != changes[0].commit
+    assert [len(run) for run in commit_runs(changes, 2)] == [3, 1]
+    assert [len(run) for run in commit_runs(changes, 1)] == [1, 2, 1]
+
+
+@pytest.mark.slow  # a public-inbox-httpd of its own
+def test_a_v1_inbox_over_http_is_mirrored_and_followed(tmp_path: Path, tree: Path) -> None:
+    raws = archive_mails(tree)
+    pi = v1_inbox(tmp_path, raws[:-1], index=True)
+    pi.start()
+    try:
+        lorelab = lorelab_in(tmp_path)
+        got = lorelab.json("ingest", "pi-git", pi.base_url, "--list", "linux-mm")
+        assert (got["stored"], got["skipped"]) == (len(raws) - 1, 0)
+        pi.deliver(raws[-1])
+        again = lorelab.json("ingest", "pi-git", pi.base_url, "--list", "linux-mm")
+        assert (again["read"], again["stored"]) == (1, 1)
+        (source,) = lorelab.json("sources")
+        assert set(source["position"]) == {"epoch/0"} and source["last_error"] is None
+    finally:
+        pi.stop()

@@ -16,10 +16,14 @@ def test_a_missing_archive_is_no_input(tmp_path: Path) -> None:
     err = proc.stderr.decode()
     assert proc.returncode == EX_NOINPUT, err
     assert err == f"lorelab: {tmp_path / 'nonexistent'}: no such directory\n"
-    # A directory that is not an archive is as permanent.
+    # A directory that is not an archive is as permanent; the error names what it takes.
     (tmp_path / "empty").mkdir()
     proc = lorelab.run("ingest", "pi-git", str(tmp_path / "empty"), check=False)
-    assert proc.returncode == EX_NOINPUT and b"no public-inbox v2 epochs" in proc.stderr
+    assert proc.returncode == EX_NOINPUT
+    assert proc.stderr.decode() == (
+        f"lorelab: {tmp_path / 'empty'}: no public-inbox archive here; give a v2 inbox (the"
+        " folder holding git/0.git), one epoch's git repository, or a v1 inbox's git"
+        " repository\n")
 
 
 def test_an_mbox_that_is_a_directory_points_to_maildir(tmp_path: Path) -> None:

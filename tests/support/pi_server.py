@@ -1,8 +1,8 @@
 """A real public-inbox archive and HTTP server for tests (and the backfill benchmark).
 
-`PublicInbox` stands up a v2 inbox in a temporary directory with HOME and PI_CONFIG of its own,
-imports or delivers mail into it, and serves it with `public-inbox-httpd` on a free 127.0.0.1
-port. Nothing here installs anything: `missing_reason()` says why the tests must skip.
+`PublicInbox` stands up a v2 (or v1) inbox in a temporary directory with HOME and PI_CONFIG of
+its own, imports or delivers mail into it, and serves it with `public-inbox-httpd` on a free
+127.0.0.1 port. Nothing here installs anything: `missing_reason()` says why the tests must skip.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ def free_port() -> int:
 
 
 class PublicInbox:
-    """One v2 inbox named `linux-mm` under `root`, optionally served over HTTP."""
+    """One v2 (or `version=1`) inbox named `linux-mm` under `root`, optionally served over
+    HTTP."""
 
-    def __init__(self, root: Path, *, index_level: str = "full") -> None:
+    def __init__(self, root: Path, *, index_level: str = "full", version: int = 2) -> None:
         self.root = root
         self.port = free_port()
         self.inbox = root / LIST_NAME
@@ -67,7 +68,7 @@ class PublicInbox:
         (root / "home").mkdir(parents=True, exist_ok=True)
         self.httpd: subprocess.Popen[bytes] | None = None
         self._run(
-            "public-inbox-init", "-V2", "-L", index_level, LIST_NAME, str(self.inbox),
+            "public-inbox-init", f"-V{version}", "-L", index_level, LIST_NAME, str(self.inbox),
             f"http://127.0.0.1:{self.port}/{LIST_NAME}", LIST_ADDRESS,
         )
         self._run("git", "config", "-f", self.env["PI_CONFIG"], "publicinboxmda.spamcheck", "none")
@@ -105,7 +106,8 @@ class PublicInbox:
             raise RuntimeError(f"public-inbox-mda: {proc.stderr.decode(errors='replace')}")
 
     def remove(self, raw: bytes) -> None:
-        """`public-inbox-learn rm`: the message's blob `m` is renamed to `d` in a new commit."""
+        """`public-inbox-learn rm`: a new commit renames the message's blob `m` to `d` (v2), or
+        deletes the message's file (v1)."""
         self._run("public-inbox-learn", "rm", input=raw)
 
     def start(self) -> None:
