@@ -134,7 +134,7 @@ class CommandSettings:
 @dataclass
 class SourceSettings:
     kind: str  # "lore" (HTTP feed) or "pi-git" (public-inbox git mirror)
-    url: str  # the list's URL (lore, or pi-git over HTTP) or a local v2 archive's path
+    url: str  # the list's URL (lore, or pi-git over HTTP) or a local archive's path
     list: str = ""  # the list name messages are filed under; empty: from List-Id
     interval: int = 300  # seconds between polls
 
