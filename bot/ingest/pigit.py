@@ -85,11 +85,16 @@ def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]
         start = end
 
 
+# An epoch's repository alone: public-inbox's `N.git`, or GitHub's mirrors of lore
+# (`linux-kernel.vger.kernel.org.4`, cloned bare or not)
+_EPOCH_NAME = re.compile(r"(?:(\d{1,4})\.git|.+\.(\d{1,4})(?:\.git)?)")
+
+
 def find_epochs(root: Path) -> list[tuple[int, Path]]:
     """The repositories of the archive at `root` with their epoch numbers, oldest first, in the
     layouts people hold: a v2 inbox (`root/git/N.git`), its `git` folder (`root/N.git`), or
-    one repository on its own, bare or not: an epoch cloned alone (numbered N when its name is
-    `N.git`, else 0) or a v1 inbox (epoch 0). Empty when `root` holds none of these."""
+    one repository on its own, bare or not: an epoch cloned alone (numbered by its name,
+    `N.git` or `<list>.N`, else 0) or a v1 inbox. Empty when `root` holds none of these."""
     for folder in (root / "git", root):
         found = [(int(path.name[:-4]), path) for path in folder.glob("*.git")
                  if path.name[:-4].isdigit()]
@@ -97,8 +102,8 @@ def find_epochs(root: Path) -> list[tuple[int, Path]]:
             return sorted(found)
     for git_dir in (root, root / ".git"):
         if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
-            name = root.name.removesuffix(".git")
-            return [(int(name) if name.isdigit() and root.name != name else 0, git_dir)]
+            named = _EPOCH_NAME.fullmatch(root.name)
+            return [(int(named[1] or named[2]) if named else 0, git_dir)]
     return []
 
 

@@ -197,13 +197,17 @@ def test_one_epoch_given_alone_bare_or_cloned_is_walked_as_that_epoch(
     tmp_path: Path, tree: Path
 ) -> None:
     _, pi = archive(tmp_path, tree)
-    epoch_0, epoch_1 = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))[:2]
-    clone = tmp_path / "linux-mm-0"  # `git clone https://lore.kernel.org/linux-mm/0 linux-mm-0`
-    subprocess.run(["git", "clone", "-q", str(epoch_0), str(clone)], check=True)
+    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    assert len(epochs) >= 3
+    # as GitHub's mirrors of lore are named and cloned, and as lore's own epoch is cloned
+    mirror = tmp_path / "linux-mm.kvack.org.2"
+    subprocess.run(["git", "clone", "-q", str(epochs[2]), str(mirror)], check=True)
+    clone = tmp_path / "linux-mm"
+    subprocess.run(["git", "clone", "-q", str(epochs[0]), str(clone)], check=True)
     lorelab = lorelab_in(tmp_path)
-    for location, epoch in ((epoch_1, 1), (clone, 0)):
+    for location, epoch in ((epochs[1], 1), (mirror, 2), (clone, 0)):
         got = lorelab.json("ingest", "pi-git", str(location), "--list", "linux-mm")
-        assert got["stored"] == len(message_blobs(epoch_1 if epoch else epoch_0)) > 0
+        assert got["stored"] == len(message_blobs(epochs[epoch])) > 0
         (source,) = (s for s in lorelab.json("sources") if s["location"] == str(location))
         assert set(source["position"]) == {f"epoch/{epoch}"}
 
