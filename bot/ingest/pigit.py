@@ -85,26 +85,50 @@ def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]
         start = end
 
 
-# An epoch's repository alone: public-inbox's `N.git`, or GitHub's mirrors of lore
-# (`linux-kernel.vger.kernel.org.4`, cloned bare or not)
-_EPOCH_NAME = re.compile(r"(?:(\d{1,4})\.git|.+\.(\d{1,4})(?:\.git)?)")
+# An epoch's repository by its name: public-inbox's `N.git`, or GitHub's mirrors of lore
+# (`linux-kernel.vger.kernel.org.4`, cloned bare or not): groups list and number
+_EPOCH_NAME = re.compile(r"(?:()(\d{1,4})\.git|(.+)\.(\d{1,4})(?:\.git)?)")
 
 
 def find_epochs(root: Path) -> list[tuple[int, Path]]:
     """The repositories of the archive at `root` with their epoch numbers, oldest first, in the
-    layouts people hold: a v2 inbox (`root/git/N.git`), its `git` folder (`root/N.git`), or
-    one repository on its own, bare or not: an epoch cloned alone (numbered by its name,
-    `N.git` or `<list>.N`, else 0) or a v1 inbox. Empty when `root` holds none of these."""
+    layouts people hold: a v2 inbox (`root/git/N.git`), a folder of one list's epochs (its
+    `git` folder, or GitHub's mirrors `<list>.N`), or one repository on its own, bare or not:
+    an epoch cloned alone (numbered by its name, else 0) or a v1 inbox. Empty when `root`
+    holds none of these; GitArchiveError when it holds several lists' epochs or one twice."""
     for folder in (root / "git", root):
-        found = [(int(path.name[:-4]), path) for path in folder.glob("*.git")
-                 if path.name[:-4].isdigit()]
-        if found:
-            return sorted(found)
-    for git_dir in (root, root / ".git"):
-        if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
-            named = _EPOCH_NAME.fullmatch(root.name)
-            return [(int(named[1] or named[2]) if named else 0, git_dir)]
+        if found := _epochs_in(folder):
+            return found
+    if git_dir := _git_dir(root):
+        named = _EPOCH_NAME.fullmatch(root.name)
+        return [(int(named[2] or named[4]) if named else 0, git_dir)]
     return []
+
+
+def _epochs_in(folder: Path) -> list[tuple[int, Path]]:
+    """The epochs of one list that are repositories in `folder`, oldest first."""
+    by_list: dict[str, dict[int, Path]] = {}
+    for path in folder.iterdir() if folder.is_dir() else ():
+        named = _EPOCH_NAME.fullmatch(path.name)
+        if named and (git_dir := _git_dir(path)):
+            epochs = by_list.setdefault(named[1] if named[1] is not None else named[3], {})
+            number = int(named[2] or named[4])
+            if number in epochs:
+                raise GitArchiveError(f"{folder}: two repositories of epoch {number}: "
+                                      f"{epochs[number].name} and {path.name}; keep one")
+            epochs[number] = git_dir
+    if len(by_list) > 1:
+        raise GitArchiveError(f"{folder}: the epochs of several archives "
+                              f"({', '.join(sorted(by_list))}); give one of their repositories")
+    return sorted(next(iter(by_list.values()), {}).items())
+
+
+def _git_dir(path: Path) -> Path | None:
+    """`path` if it is a bare repository, its `.git` if it is a clone; else None."""
+    for git_dir in (path, path / ".git"):
+        if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
+            return git_dir
+    return None
 
 
 def mirror_dir(url: str) -> Path:

@@ -212,6 +212,30 @@ def test_one_epoch_given_alone_bare_or_cloned_is_walked_as_that_epoch(
         assert set(source["position"]) == {f"epoch/{epoch}"}
 
 
+def test_a_folder_of_one_lists_epoch_mirrors_is_walked_as_its_epochs(
+    tmp_path: Path, tree: Path
+) -> None:
+    raws, pi = archive(tmp_path, tree)
+    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    mirrors = tmp_path / "mirrors"  # `git clone [--mirror]` of GitHub's linux-mm.kvack.org.N
+    for number, epoch in enumerate(epochs):  # bare and not, alternately
+        how = ["--mirror"] if number % 2 else []
+        name = f"linux-mm.kvack.org.{number}" + (".git" if how else "")
+        subprocess.run(["git", "clone", "-q", *how, str(epoch), str(mirrors / name)], check=True)
+    lorelab = lorelab_in(tmp_path)
+    got = lorelab.json("ingest", "pi-git", str(mirrors), "--list", "linux-mm")
+    assert (got["stored"], got["skipped"]) == (len(raws), 0)
+    (source,) = lorelab.json("sources")
+    assert set(source["position"]) == {f"epoch/{n}" for n in range(len(epochs))}
+
+    subprocess.run(["git", "clone", "-q", "--mirror", str(epochs[0]),
+                    str(mirrors / "linux-pm.vger.kernel.org.0.git")], check=True)
+    failed = lorelab.run("ingest", "pi-git", str(mirrors), "--list", "linux-mm", check=False)
+    assert failed.returncode == 66
+    assert ("several archives (linux-mm.kvack.org, linux-pm.vger.kernel.org)"
+            in failed.stderr.decode())
+
+
 def test_a_v1_commit_of_several_messages_is_never_cut_between_slices(tmp_path: Path) -> None:
     repo = tmp_path / "inbox"
     git(tmp_path, "init", "-q", str(repo))
