@@ -2,7 +2,8 @@
 
 The archive is a local path (read in place) or a URL (each epoch `<URL>/N` cloned as a mirror
 under the data directory, then fetched). On disk it is any of the layouts people hold
-(`find_epochs`): a v2 inbox (`git/N.git`), one epoch's repository on its own, or a v1 inbox.
+(`find_epochs`): a v2 inbox (`git/N.git`), a folder of one list's epoch repositories (GitHub's
+mirrors of lore), one epoch's repository on its own, or a v1 inbox.
 In a v2 epoch each message is a commit whose tree holds one blob `m`; a removal is a commit
 renaming `m` to `d`. A v1 inbox is one repository holding a file per message, named by the
 SHA-1 of its Message-ID (`ab/cdef...`); a removal deletes the file. A v1 inbox served over HTTP
@@ -86,8 +87,17 @@ def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]
 
 
 # An epoch's repository by its name: public-inbox's `N.git`, or GitHub's mirrors of lore
-# (`linux-kernel.vger.kernel.org.4`, cloned bare or not): groups list and number
-_EPOCH_NAME = re.compile(r"(?:()(\d{1,4})\.git|(.+)\.(\d{1,4})(?:\.git)?)")
+# (`linux-kernel.vger.kernel.org.4`, cloned bare or not)
+_EPOCH_NAME = re.compile(r"(?P<alone>\d{1,4})\.git|(?P<list>.+)\.(?P<of_list>\d{1,4})(?:\.git)?")
+
+
+def _epoch_named(name: str) -> tuple[str, int] | None:
+    """(list, epoch) that a repository's name says: ("", 3) for `3.git`, ("linux-mm.kvack.org",
+    2) for `linux-mm.kvack.org.2`; None for any other name."""
+    named = _EPOCH_NAME.fullmatch(name)
+    if named is None:
+        return None
+    return named["list"] or "", int(named["alone"] or named["of_list"])
 
 
 def find_epochs(root: Path) -> list[tuple[int, Path]]:
@@ -100,8 +110,8 @@ def find_epochs(root: Path) -> list[tuple[int, Path]]:
         if found := _epochs_in(folder):
             return found
     if git_dir := _git_dir(root):
-        named = _EPOCH_NAME.fullmatch(root.name)
-        return [(int(named[2] or named[4]) if named else 0, git_dir)]
+        named = _epoch_named(root.name)
+        return [(named[1] if named else 0, git_dir)]
     return []
 
 
@@ -109,14 +119,13 @@ def _epochs_in(folder: Path) -> list[tuple[int, Path]]:
     """The epochs of one list that are repositories in `folder`, oldest first."""
     by_list: dict[str, dict[int, Path]] = {}
     for path in folder.iterdir() if folder.is_dir() else ():
-        named = _EPOCH_NAME.fullmatch(path.name)
+        named = _epoch_named(path.name)
         if named and (git_dir := _git_dir(path)):
-            epochs = by_list.setdefault(named[1] if named[1] is not None else named[3], {})
-            number = int(named[2] or named[4])
-            if number in epochs:
-                raise GitArchiveError(f"{folder}: two repositories of epoch {number}: "
-                                      f"{epochs[number].name} and {path.name}; keep one")
-            epochs[number] = git_dir
+            epochs = by_list.setdefault(named[0], {})
+            if named[1] in epochs:
+                raise GitArchiveError(f"{folder}: two repositories of epoch {named[1]}: "
+                                      f"{epochs[named[1]].name} and {path.name}; keep one")
+            epochs[named[1]] = git_dir
     if len(by_list) > 1:
         raise GitArchiveError(f"{folder}: the epochs of several archives "
                               f"({', '.join(sorted(by_list))}); give one of their repositories")
