@@ -6,8 +6,8 @@ under the data directory, then fetched). On disk it is any of the layouts people
 mirrors of lore), one epoch's repository on its own, or a v1 inbox.
 In a v2 epoch each message is a commit whose tree holds one blob `m`; a removal is a commit
 renaming `m` to `d`. A v1 inbox is one repository holding a file per message, named by the
-SHA-1 of its Message-ID (`ab/cdef...`); a removal deletes the file. A v1 inbox served over HTTP
-is cloned from `<URL>` itself, as its one epoch. Per epoch the cursor is the last commit stored; a
+SHA-1 of its Message-ID (`ab/cdef...`); a removal deletes the file (over HTTP, a v1 inbox is
+followed through its feed, `bot.ingest.lore`). Per epoch the cursor is the last commit stored; a
 cursor that is no longer an ancestor of the epoch's head means the history was rewritten (a
 purge), and the epoch is walked again from the start (storing is idempotent). Blobs are read by
 a parse worker, a slice of an epoch at a time (`bot.ingest.epoch_slice`); a blob that is missing
@@ -71,6 +71,18 @@ def parse_log(out: bytes) -> list[Change]:
         elif b"d" in added:
             changes.append(Change(commit, added[b"d"], removed=True))
     return changes
+
+
+_V1_FOLDER = re.compile(rb"[0-9a-f]{2}")
+
+
+def _holds_mail(git_dir: Path) -> bool:
+    """Whether the head of `git_dir` is a public-inbox epoch's or v1 inbox's: its top tree holds
+    `m` or `d`, or v1's folders, or nothing. Checked before a first walk: a kernel tree given by
+    mistake would otherwise have its whole history listed, for no mail."""
+    names = run_git(git_dir, "ls-tree", "--name-only", "HEAD", **_EPOCH).stdout.split(b"\n")
+    return not any(names) or any(
+        name in (b"m", b"d") or _V1_FOLDER.fullmatch(name) for name in names)
 
 
 def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]]:
@@ -151,16 +163,9 @@ def _is_remote(location: str) -> bool:
     return location.startswith(("http://", "https://", "git://"))
 
 
-def _clone_mirror(url: str, path: Path) -> str | None:
-    """`git clone --mirror url path`; None when it worked, else what git said."""
-    proc = subprocess.run(["git", "clone", "--quiet", "--mirror", url, str(path)],
-                          capture_output=True)
-    return None if proc.returncode == 0 else proc.stderr.decode(errors="replace").strip()
-
-
 class PiGitSource:
-    """A public-inbox archive on disk (`find_epochs`) or over git smart HTTP (`URL/N`, or `URL`
-    for a v1 inbox)."""
+    """A public-inbox archive on disk (`find_epochs`) or a v2 one over git smart HTTP
+    (`URL/N`)."""
 
     kind = "pi-git"
 
@@ -193,12 +198,15 @@ class PiGitSource:
             if path.exists():
                 run_git(path, "fetch", "--quiet", "--prune", "--force", "origin", **_EPOCH)
             else:
-                failure = _clone_mirror(url, path)
-                if failure and number == 0:
-                    if _clone_mirror(self.location, path) is None:
-                        return  # a v1 inbox: the one repository is at the URL itself
-                    raise GitArchiveError(f"{url}: git clone failed: {failure}")
-                if failure:
+                proc = subprocess.run(
+                    ["git", "clone", "--quiet", "--mirror", url, str(path)], capture_output=True
+                )
+                if proc.returncode != 0:
+                    if number == 0:
+                        raise GitArchiveError(
+                            f"{url}: git clone failed: {proc.stderr.decode().strip()} (a URL is"
+                            " mirrored as a v2 archive's epochs, URL/0, URL/1 ...; follow a v1"
+                            " inbox with `lorelab ingest lore URL`, or clone it and give its path)")
                     break  # no further epoch
             number += 1
 
@@ -211,6 +219,10 @@ class PiGitSource:
                        **_EPOCH)
         if head.returncode != 0:
             return [], False  # an empty epoch
+        if not since and not _holds_mail(git_dir):
+            raise GitArchiveError(
+                f"{git_dir}: a git repository, but not a public-inbox archive (its head holds no"
+                " message `m` and no v1 message folders); give an archive's path")
         rewritten = False
         if since:
             ancestor = run_git(git_dir, "merge-base", "--is-ancestor", since, "HEAD",

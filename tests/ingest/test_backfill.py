@@ -1,6 +1,7 @@
 """Backfilling a whole public-inbox archive through git: many epochs walked in order, each with
 its own cursor, and objects a partial mirror lacks or holds corrupt recorded and walked past; the
-layouts people hold besides a v2 inbox (one epoch on its own, a v1 inbox, also over HTTP).
+layouts people hold besides a v2 inbox (one epoch on its own, a folder of epoch mirrors, a v1
+inbox), and what is no archive refused before it is walked.
 
 The archive is made by public-inbox itself (`import_mbox` with a small epoch size); the bad
 objects are made the way they happen on disk: the packs exploded into loose objects (as a
@@ -260,19 +261,32 @@ def test_a_v1_commit_of_several_messages_is_never_cut_between_slices(tmp_path: P
     assert [len(run) for run in commit_runs(changes, 1)] == [1, 2, 1]
 
 
+def test_a_git_tree_that_holds_no_mail_is_refused_before_its_history_is_walked(
+    tmp_path: Path, tree: Path
+) -> None:
+    lorelab = lorelab_in(tmp_path)
+    failed = lorelab.run("ingest", "pi-git", str(tree), "--list", "linux-mm", check=False)
+    assert failed.returncode == 66
+    assert failed.stderr.decode() == (
+        f"lorelab: {tree / '.git'}: a git repository, but not a public-inbox archive (its head"
+        " holds no message `m` and no v1 message folders); give an archive's path\n")
+    (source,) = lorelab.json("sources")
+    assert source["position"] == {} and "not a public-inbox archive" in source["last_error"]
+
+
 @pytest.mark.slow  # a public-inbox-httpd of its own
-def test_a_v1_inbox_over_http_is_mirrored_and_followed(tmp_path: Path, tree: Path) -> None:
+def test_a_v1_inbox_over_http_is_followed_through_its_feed_and_pi_git_says_so(
+    tmp_path: Path, tree: Path
+) -> None:
     raws = archive_mails(tree)
-    pi = v1_inbox(tmp_path, raws[:-1], index=True)
+    pi = v1_inbox(tmp_path, raws, index=True)
     pi.start()
     try:
         lorelab = lorelab_in(tmp_path)
-        got = lorelab.json("ingest", "pi-git", pi.base_url, "--list", "linux-mm")
-        assert (got["stored"], got["skipped"]) == (len(raws) - 1, 0)
-        pi.deliver(raws[-1])
-        again = lorelab.json("ingest", "pi-git", pi.base_url, "--list", "linux-mm")
-        assert (again["read"], again["stored"]) == (1, 1)
-        (source,) = lorelab.json("sources")
-        assert set(source["position"]) == {"epoch/0"} and source["last_error"] is None
+        failed = lorelab.run("ingest", "pi-git", pi.base_url, "--list", "linux-mm", check=False)
+        assert failed.returncode == 75
+        assert "follow a v1 inbox with `lorelab ingest lore URL`" in failed.stderr.decode()
+        got = lorelab.json("ingest", "lore", pi.base_url, "--list", "linux-mm", "--once")
+        assert got["stored"] == len(raws)
     finally:
         pi.stop()
