@@ -23,7 +23,8 @@ _MSGID = re.compile(rb"^message-id:[ \t]*<?([^>\s]+)>?", re.IGNORECASE | re.MULT
 
 @dataclass(frozen=True)
 class Change:
-    """One commit of an epoch: a message blob added, or a message removed (`m` -> `d`)."""
+    """A message blob a commit of an epoch added, or a message it removed (`m` -> `d`, or a v1
+    inbox's file deleted: `blob` is then the removed message)."""
 
     commit: str
     blob: str

@@ -2,17 +2,14 @@
 
 The archive is a local path (read in place) or a URL (each epoch `<URL>/N` cloned as a mirror
 under the data directory, then fetched). On disk it is any of the layouts people hold
-(`find_epochs`): a v2 inbox (`git/N.git`), a folder of one list's epoch repositories (GitHub's
-mirrors of lore), one epoch's repository on its own, or a v1 inbox.
-In a v2 epoch each message is a commit whose tree holds one blob `m`; a removal is a commit
-renaming `m` to `d`. A v1 inbox is one repository holding a file per message, named by the
-SHA-1 of its Message-ID (`ab/cdef...`); a removal deletes the file (over HTTP, a v1 inbox is
-followed through its feed, `bot.ingest.lore`). Per epoch the cursor is the last commit stored; a
-cursor that is no longer an ancestor of the epoch's head means the history was rewritten (a
-purge), and the epoch is walked again from the start (storing is idempotent). Blobs are read by
-a parse worker, a slice of an epoch at a time (`bot.ingest.epoch_slice`); a blob that is missing
-or corrupt is recorded as skipped (`ingest_skips`, with its commit and reason) and the walk goes
-on past it.
+(`bot.ingest.archive_layout`). In a v2 epoch each message is a commit whose tree holds one blob
+`m`; a removal is a commit renaming `m` to `d`. In a v1 inbox each message is a file of its
+own; a removal deletes it (over HTTP, a v1 inbox is followed through its feed,
+`bot.ingest.lore`). Per epoch the cursor is the last commit stored; a cursor that is no longer
+an ancestor of the epoch's head means the history was rewritten (a purge), and the epoch is
+walked again from the start (storing is idempotent). Blobs are read by a parse worker, a slice
+of an epoch at a time (`bot.ingest.epoch_slice`); a blob that is missing or corrupt is recorded
+as skipped (`ingest_skips`, with its commit and reason) and the walk goes on past it.
 """
 
 from __future__ import annotations
@@ -26,16 +23,13 @@ from pathlib import Path
 
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
-from bot.git import BOUNDED_PACK_MAPS, GitError, run_git
+from bot.git import BOUNDED_PACK_MAPS, run_git
+from bot.ingest.archive_layout import GitArchiveError, find_epochs, holds_mail
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.epoch_slice import Change, EpochSlice
 from bot.ingest.live import LiveSummary, store_slices
 
 log = logging.getLogger(__name__)
-
-
-class GitArchiveError(GitError):
-    """The archive cannot be read or fetched; the text says which epoch and why."""
 
 
 # An epoch is a bare repository; its failures are the archive's.
@@ -73,18 +67,6 @@ def parse_log(out: bytes) -> list[Change]:
     return changes
 
 
-_V1_FOLDER = re.compile(rb"[0-9a-f]{2}")
-
-
-def _holds_mail(git_dir: Path) -> bool:
-    """Whether the head of `git_dir` is a public-inbox epoch's or v1 inbox's: its top tree holds
-    `m` or `d`, or v1's folders, or nothing. Checked before a first walk: a kernel tree given by
-    mistake would otherwise have its whole history listed, for no mail."""
-    names = run_git(git_dir, "ls-tree", "--name-only", "HEAD", **_EPOCH).stdout.split(b"\n")
-    return not any(names) or any(
-        name in (b"m", b"d") or _V1_FOLDER.fullmatch(name) for name in names)
-
-
 def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]]:
     """`changes` in runs of `size`, a run made longer rather than end inside a commit: the
     cursor a stored run leaves is its last commit, so the rest of a commit cut in two would be
@@ -96,60 +78,6 @@ def commit_runs(changes: list[Change], size: int) -> Iterator[tuple[Change, ...]
             end += 1
         yield tuple(changes[start:end])
         start = end
-
-
-# An epoch's repository by its name: public-inbox's `N.git`, or GitHub's mirrors of lore
-# (`linux-kernel.vger.kernel.org.4`, cloned bare or not)
-_EPOCH_NAME = re.compile(r"(?P<alone>\d{1,4})\.git|(?P<list>.+)\.(?P<of_list>\d{1,4})(?:\.git)?")
-
-
-def _epoch_named(name: str) -> tuple[str, int] | None:
-    """(list, epoch) that a repository's name says: ("", 3) for `3.git`, ("linux-mm.kvack.org",
-    2) for `linux-mm.kvack.org.2`; None for any other name."""
-    named = _EPOCH_NAME.fullmatch(name)
-    if named is None:
-        return None
-    return named["list"] or "", int(named["alone"] or named["of_list"])
-
-
-def find_epochs(root: Path) -> list[tuple[int, Path]]:
-    """The repositories of the archive at `root` with their epoch numbers, oldest first, in the
-    layouts people hold: a v2 inbox (`root/git/N.git`), a folder of one list's epochs (its
-    `git` folder, or GitHub's mirrors `<list>.N`), or one repository on its own, bare or not:
-    an epoch cloned alone (numbered by its name, else 0) or a v1 inbox. Empty when `root`
-    holds none of these; GitArchiveError when it holds several lists' epochs or one twice."""
-    for folder in (root / "git", root):
-        if found := _epochs_in(folder):
-            return found
-    if git_dir := _git_dir(root):
-        named = _epoch_named(root.name)
-        return [(named[1] if named else 0, git_dir)]
-    return []
-
-
-def _epochs_in(folder: Path) -> list[tuple[int, Path]]:
-    """The epochs of one list that are repositories in `folder`, oldest first."""
-    by_list: dict[str, dict[int, Path]] = {}
-    for path in folder.iterdir() if folder.is_dir() else ():
-        named = _epoch_named(path.name)
-        if named and (git_dir := _git_dir(path)):
-            epochs = by_list.setdefault(named[0], {})
-            if named[1] in epochs:
-                raise GitArchiveError(f"{folder}: two repositories of epoch {named[1]}: "
-                                      f"{epochs[named[1]].name} and {path.name}; keep one")
-            epochs[named[1]] = git_dir
-    if len(by_list) > 1:
-        raise GitArchiveError(f"{folder}: the epochs of several archives "
-                              f"({', '.join(sorted(by_list))}); give one of their repositories")
-    return sorted(next(iter(by_list.values()), {}).items())
-
-
-def _git_dir(path: Path) -> Path | None:
-    """`path` if it is a bare repository, its `.git` if it is a clone; else None."""
-    for git_dir in (path, path / ".git"):
-        if (git_dir / "objects").is_dir() and (git_dir / "HEAD").is_file():
-            return git_dir
-    return None
 
 
 def mirror_dir(url: str) -> Path:
@@ -219,7 +147,7 @@ class PiGitSource:
                        **_EPOCH)
         if head.returncode != 0:
             return [], False  # an empty epoch
-        if not since and not _holds_mail(git_dir):
+        if not since and not holds_mail(git_dir):
             raise GitArchiveError(
                 f"{git_dir}: a git repository, but not a public-inbox archive (its head holds no"
                 " message `m` and no v1 message folders); give an archive's path")
