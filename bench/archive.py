@@ -1,4 +1,4 @@
-"""The mail of a public-inbox v2 archive, read as the git path reads it: for the benchmarks that
+"""The mail of a public-inbox archive, read as the git path reads it: for the benchmarks that
 measure on a real list's archive (bench/backfill.py walks it, bench/ingest.py ingests its mail
 as an mbox) rather than on the generated corpus."""
 
@@ -13,13 +13,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bot.ingest.archive_layout import find_epochs  # noqa: E402
 from bot.ingest.catfile import read_blobs  # noqa: E402
 from bot.ingest.pigit import parse_log  # noqa: E402
 
 
 def epochs_of(archive: Path) -> list[Path]:
-    """The archive's epoch repositories, oldest first."""
-    return sorted((archive / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    """The archive's epoch repositories, oldest first, in any layout `ingest pi-git` takes."""
+    return [git_dir for _, git_dir in find_epochs(archive)]
 
 
 def archive_mail(archive: Path) -> Iterator[bytes]:

@@ -6,9 +6,9 @@ Run as `.venv/bin/python bench/backfill.py [--messages 20000] [--epoch-mb 40] [-
 1. Builds a v2 public-inbox archive of several epochs (public-inbox's own importer, a new epoch
    every `--epoch-mb` of mail; no search index: the git path does not need one) from the
    LKML-like corpus of bench/ingest.py.
-2. The I/O limit: every message blob of every epoch read once through `git log --raw |
+2. The I/O limit: every message blob (`m`) of every epoch read once through `git log --raw |
    git cat-file --batch > /dev/null`, no Python at all. No Python parser reaches it; it is
-   reported as the ceiling.
+   reported as the ceiling (of a v2 archive: a v1 inbox's files are not counted).
 3. The bare parse, the baseline: the same blobs read in Python from one `git cat-file --batch`
    per epoch and parsed with `email.message_from_bytes(policy=compat32)` (wall and CPU).
 4. End to end: `lorelab ingest pi-git ARCHIVE --json` in a subprocess into a fresh SQLite
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "messages_generated": args.messages,
         "epochs": len(epochs_of(archive)),
         "archive_commits": blobs,
-        "archive_bytes": sum(f.stat().st_size for f in (archive / "git").rglob("*")
-                             if f.is_file()),
+        "archive_bytes": sum(f.stat().st_size for epoch in epochs_of(archive)
+                             for f in epoch.rglob("*") if f.is_file()),
         "generate_seconds": round(archive_started - started, 1),
         "archive_build_seconds": round(built - archive_started, 1),
         "io_limit": {"what": "git log --raw | git cat-file --batch > /dev/null, median of 3",
