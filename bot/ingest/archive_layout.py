@@ -7,6 +7,9 @@ git repository is one at all.
 - one epoch's repository on its own, numbered by its name (`7.git`, `<list>.7`), else 0;
 - a v1 inbox: one repository holding a file per message (`ab/cdef...`, the SHA-1 of its
   Message-ID), as epoch 0.
+
+Over HTTP, an inbox's URL has its epochs at `<URL>/N`; a URL may also name one epoch alone
+(`epoch_of_url`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ def _epoch_named(name: str) -> tuple[str, int] | None:
     if named is None:
         return None
     return named["list"] or "", int(named["alone"] or named["of_list"])
+
+
+def epoch_of_url(url: str) -> int | None:
+    """The epoch a URL names on its own: lore's `<inbox>/N`, or a repository named as an epoch
+    (GitHub's `.../linux-pm.vger.kernel.org.0`, `.../3.git`); None for an inbox's URL."""
+    last = url.rstrip("/").rpartition("/")[2]
+    if last.isdigit() and len(last) <= 4:
+        return int(last)
+    named = _epoch_named(last)
+    return named[1] if named else None
 
 
 def find_epochs(root: Path) -> list[tuple[int, Path]]:

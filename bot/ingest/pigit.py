@@ -1,10 +1,10 @@
 """Following a public-inbox archive through git: its epochs, each walked from its own cursor.
 
-The archive is a local path (read in place) or a URL (each epoch `<URL>/N` cloned as a mirror
-under the data directory, then fetched). On disk it is any of the layouts people hold
-(`bot.ingest.archive_layout`). In a v2 epoch each message is a commit whose tree holds one blob
-`m`; a removal is a commit renaming `m` to `d`. In a v1 inbox each message is a file of its
-own; a removal deletes it (over HTTP, a v1 inbox is followed through its feed,
+The archive is a local path (read in place) or a URL (each epoch `<URL>/N`, or the one epoch the
+URL names, cloned as a mirror under the data directory, then fetched). On disk it is any of the
+layouts people hold (`bot.ingest.archive_layout`). In a v2 epoch each message is a commit whose
+tree holds one blob `m`; a removal is a commit renaming `m` to `d`. In a v1 inbox each message
+is a file of its own; a removal deletes it (over HTTP, a v1 inbox is followed through its feed,
 `bot.ingest.lore`). Per epoch the cursor is the last commit stored; a cursor that is no longer
 an ancestor of the epoch's head means the history was rewritten (a purge), and the epoch is
 walked again from the start (storing is idempotent). Blobs are read by a parse worker, a slice
@@ -24,7 +24,7 @@ from pathlib import Path
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
 from bot.git import BOUNDED_PACK_MAPS, run_git
-from bot.ingest.archive_layout import GitArchiveError, find_epochs, holds_mail
+from bot.ingest.archive_layout import GitArchiveError, epoch_of_url, find_epochs, holds_mail
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.epoch_slice import Change, EpochSlice
 from bot.ingest.live import LiveSummary, store_slices
@@ -92,8 +92,8 @@ def _is_remote(location: str) -> bool:
 
 
 class PiGitSource:
-    """A public-inbox archive on disk (`find_epochs`) or a v2 one over git smart HTTP
-    (`URL/N`)."""
+    """A public-inbox archive on disk (`find_epochs`) or a v2 one over git smart HTTP: its
+    epochs (`URL/N`), or one epoch the URL names (`epoch_of_url`)."""
 
     kind = "pi-git"
 
@@ -119,24 +119,31 @@ class PiGitSource:
     def _update_mirror(self) -> None:
         git = self.root / "git"
         git.mkdir(parents=True, exist_ok=True)
+        alone = epoch_of_url(self.location)
+        if alone is not None:  # one epoch followed on its own: lore's `<inbox>/N`, GitHub's mirrors
+            self._mirror_epoch(self.location, git / f"{alone}.git", first=True)
+            return
         number = 0
-        while True:
-            path = git / f"{number}.git"
-            url = f"{self.location}/{number}"
-            if path.exists():
-                run_git(path, "fetch", "--quiet", "--prune", "--force", "origin", **_EPOCH)
-            else:
-                proc = subprocess.run(
-                    ["git", "clone", "--quiet", "--mirror", url, str(path)], capture_output=True
-                )
-                if proc.returncode != 0:
-                    if number == 0:
-                        raise GitArchiveError(
-                            f"{url}: git clone failed: {proc.stderr.decode().strip()} (a URL is"
-                            " mirrored as a v2 archive's epochs, URL/0, URL/1 ...; follow a v1"
-                            " inbox with `lorelab ingest lore URL`, or clone it and give its path)")
-                    break  # no further epoch
+        while self._mirror_epoch(f"{self.location}/{number}", git / f"{number}.git",
+                                 first=number == 0):
             number += 1
+
+    def _mirror_epoch(self, url: str, path: Path, *, first: bool) -> bool:
+        """Bring the mirror `path` of the epoch at `url` up to date, cloning it the first time;
+        False when there is no such epoch (GitArchiveError when it is the `first`)."""
+        if path.exists():
+            run_git(path, "fetch", "--quiet", "--prune", "--force", "origin", **_EPOCH)
+            return True
+        proc = subprocess.run(["git", "clone", "--quiet", "--mirror", url, str(path)],
+                              capture_output=True)
+        if proc.returncode == 0:
+            return True
+        if first:
+            raise GitArchiveError(
+                f"{url}: git clone failed: {proc.stderr.decode().strip()} (a URL is mirrored as an"
+                " archive's epochs, URL/0, URL/1 ..., or as the one epoch it names, URL/N; follow"
+                " a v1 inbox with `lorelab ingest lore URL`, or clone it and give its path)")
+        return False
 
     # ---- walking
 

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from bot.cli.progress import WalkBar
 from bot.demo.threads import SeriesSpec, as_mbox, make_reply, make_series, make_tree
+from bot.ingest.archive_layout import epoch_of_url
 from bot.ingest.epoch_slice import msgid_of
 from bot.ingest.pigit import PiGitSource, commit_runs, parse_log
 from bot.ingest.sources import RawMail
@@ -288,5 +289,36 @@ def test_a_v1_inbox_over_http_is_followed_through_its_feed_and_pi_git_says_so(
         assert "follow a v1 inbox with `lorelab ingest lore URL`" in failed.stderr.decode()
         got = lorelab.json("ingest", "lore", pi.base_url, "--list", "linux-mm", "--once")
         assert got["stored"] == len(raws)
+    finally:
+        pi.stop()
+
+
+def test_a_url_naming_one_epoch_is_that_epoch_and_an_inbox_url_none() -> None:
+    assert epoch_of_url("https://lore.kernel.org/lkml/15") == 15
+    assert epoch_of_url("https://lore.kernel.org/lkml/15/") == 15
+    assert epoch_of_url(
+        "https://github.com/linux-mailinglist-archives/linux-kernel.vger.kernel.org.4") == 4
+    assert epoch_of_url("https://example.org/mirrors/linux-mm/git/2.git") == 2
+    assert epoch_of_url("https://lore.kernel.org/linux-mm") is None
+    assert epoch_of_url("https://lore.kernel.org/linux-mm/") is None
+
+
+@pytest.mark.slow  # a public-inbox-httpd of its own
+def test_one_epoch_followed_over_http_is_mirrored_alone(tmp_path: Path, tree: Path) -> None:
+    raws, pi = archive(tmp_path, tree)
+    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    pi.index()
+    pi.start()
+    try:
+        lorelab = lorelab_in(tmp_path)
+        url = f"{pi.base_url}/1"  # as lore serves an epoch: https://lore.kernel.org/lkml/1
+        got = lorelab.json("ingest", "pi-git", url, "--list", "linux-mm")
+        assert got["stored"] == len(message_blobs(epochs[1])) > 0
+        assert lorelab.json("ingest", "pi-git", url, "--list", "linux-mm")["read"] == 0
+        (source,) = lorelab.json("sources")
+        assert set(source["position"]) == {"epoch/1"} and source["last_error"] is None
+        failed = lorelab.run("ingest", "pi-git", f"{pi.base_url}/999", "--list", "linux-mm",
+                             check=False)
+        assert failed.returncode == 75 and "git clone failed" in failed.stderr.decode()
     finally:
         pi.stop()
