@@ -53,6 +53,11 @@ def archive(tmp_path: Path, tree: Path) -> tuple[list[bytes], PublicInbox]:
     return raws, pi
 
 
+def epoch_dirs(pi: PublicInbox) -> list[Path]:
+    """The inbox's epoch repositories, oldest first."""
+    return sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+
+
 def explode_packs(git_dir: Path) -> None:
     """Every packed object as a loose file, the packs gone (a mirror copied file by file)."""
     pack_dir = git_dir / "objects" / "pack"
@@ -99,7 +104,7 @@ def test_a_walk_records_a_missing_and_a_corrupt_object_and_stores_everything_els
     tmp_path: Path, tree: Path
 ) -> None:
     raws, pi = archive(tmp_path, tree)
-    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    epochs = epoch_dirs(pi)
     assert len(epochs) >= 3, "the archive should span several epochs"
     removed_commit, removed_blob = message_blobs(epochs[1])[0]
     corrupt_commit, corrupt_blob = message_blobs(epochs[-1])[-1]
@@ -199,7 +204,7 @@ def test_one_epoch_given_alone_bare_or_cloned_is_walked_as_that_epoch(
     tmp_path: Path, tree: Path
 ) -> None:
     _, pi = archive(tmp_path, tree)
-    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    epochs = epoch_dirs(pi)
     assert len(epochs) >= 3
     # as GitHub's mirrors of lore are named and cloned, and as lore's own epoch is cloned
     mirror = tmp_path / "linux-mm.kvack.org.2"
@@ -218,7 +223,7 @@ def test_a_folder_of_one_lists_epoch_mirrors_is_walked_as_its_epochs(
     tmp_path: Path, tree: Path
 ) -> None:
     raws, pi = archive(tmp_path, tree)
-    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    epochs = epoch_dirs(pi)
     mirrors = tmp_path / "mirrors"  # `git clone [--mirror]` of GitHub's linux-mm.kvack.org.N
     for number, epoch in enumerate(epochs):  # bare and not, alternately
         how = ["--mirror"] if number % 2 else []
@@ -305,8 +310,8 @@ def test_a_url_naming_one_epoch_is_that_epoch_and_an_inbox_url_none() -> None:
 
 @pytest.mark.slow  # a public-inbox-httpd of its own
 def test_one_epoch_followed_over_http_is_mirrored_alone(tmp_path: Path, tree: Path) -> None:
-    raws, pi = archive(tmp_path, tree)
-    epochs = sorted((pi.inbox / "git").glob("*.git"), key=lambda p: int(p.name[:-4]))
+    _, pi = archive(tmp_path, tree)
+    epochs = epoch_dirs(pi)
     pi.index()
     pi.start()
     try:
