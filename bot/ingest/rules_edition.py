@@ -41,7 +41,10 @@ from bot.db.models import RulesEdition
 # 6: a numbered patch without a diff takes no place in its posting, and is the cover letter of
 #    the patches of its posting that reply to it (`[NDCTL PATCH v7 4/4]` over 1/4..4/4:
 #    `bot.series.grouping`, rule 8).
-RULES_EDITION = 6
+# 7: a cover letter without a posting tag takes its patches' point release with their version
+#    (`... (v2.99)` over `[PATCHv2.99 01/11]`, linux-pm), and so becomes their cover letter
+#    (`bot.series.grouping`, rule 7).
+RULES_EDITION = 7
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

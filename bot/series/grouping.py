@@ -36,7 +36,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
    author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,
    over `[PATCH 01/14]`...), as are some `[RFC]`s. The version is its subject's, else a `vN`
-   ending it (`... v3 (resend)` is a RESEND; the title goes without it), else its patches'.
+   ending it (`... v3 (resend)` is a RESEND; the title goes without it), else its patches'
+   (their point release too: `... (v2.99)` over `[PATCHv2.99 01/11]`).
    b4 reads no cover letter there.
 8. A numbered patch without a diff takes no place in its posting: b4 leaves its number missing,
    and `git am` stops at it as at a patch that does not apply. When numbered patches of its
@@ -59,6 +60,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.mail.subject import point_of
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, same_author
 
@@ -207,9 +209,11 @@ def _as_cover(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
     if msg.version_explicit:
         return dataclasses.replace(msg, kind="cover")
     ending = _ENDING_VERSION.search(msg.title)
-    if ending is None:
+    if ending is None:  # the patch's release, point and all: `(v2.99)` over `[PATCHv2.99 1/11]`
+        point = tuple(tag for tag in patch.prefixes if point_of(patch.version, (tag,)))
         return dataclasses.replace(msg, kind="cover", version=patch.version,
-                                   version_explicit=patch.version_explicit)
+                                   version_explicit=patch.version_explicit,
+                                   prefixes=(*msg.prefixes, *point))
     return dataclasses.replace(msg, kind="cover", version=int(ending[1]), version_explicit=True,
                                title=msg.title[: ending.start()],
                                resend=msg.resend or bool(ending[2]))

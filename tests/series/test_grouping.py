@@ -210,6 +210,18 @@ def test_point_releases_are_postings_of_their_own():
                                    (4, None, ["p2"])]
 
 
+def test_an_untagged_cover_letter_takes_its_patches_point_release():
+    """linux-pm: `[RFC] GPU-bound energy efficiency ... (v2.99)` over `[PATCHv2.99 01/11]`..:
+    the cover letter without a posting tag takes its patches' version, v2.99, not v2, and so
+    is their cover letter."""
+    head = msg("c", kind="other")
+    parts = [dataclasses.replace(msg(f"p{i}", "c", counter=i, total=3, version=2, explicit=True),
+                                 prefixes=("v2.99",)) for i in range(1, 4)]
+    (posting,) = group_postings([head, *parts])
+    assert (posting.version, posting.cover, posting.members, posting.complete) == (
+        2, "c", ["c", "p1", "p2", "p3"], True)
+
+
 def diffless(m: ThreadMessage) -> ThreadMessage:
     return dataclasses.replace(m, has_diff=False)
 
