@@ -367,7 +367,7 @@ def _store_posting(
     version.author_email = posting.author
     version.rfc = any(rows[m].rfc for m in posting.members)
     version.resend = posting.resend
-    version.prefixes = carrier.prefixes
+    version.prefixes = list(posting.prefixes)
     version.base_commit = carrier.base_commit
     version.change_id = carrier.change_id
     version.notes = posting.notes

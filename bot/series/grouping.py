@@ -82,6 +82,9 @@ class Posting:
     date: dt.datetime | None = None
     notes: list[str] = field(default_factory=list)
     without_diff: list[str] = field(default_factory=list)  # patches that take no number (rule 8)
+    # the subject's other tags, as the cover letter (else patch 1) was read: a point release's
+    # `v2.99` there even when only the patches wrote it (rule 7)
+    prefixes: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -342,6 +345,8 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
             )
         posting.patches[msg.counter] = msg.msgid
     _settle(posting, by_id)
+    patch_1 = posting.patches[min(posting.patches)] if posting.patches else anchor
+    posting.prefixes = by_id.get(posting.cover or patch_1, first).prefixes
     return posting
 
 

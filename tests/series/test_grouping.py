@@ -220,6 +220,7 @@ def test_an_untagged_cover_letter_takes_its_patches_point_release():
     (posting,) = group_postings([head, *parts])
     assert (posting.version, posting.cover, posting.members, posting.complete) == (
         2, "c", ["c", "p1", "p2", "p3"], True)
+    assert posting.prefixes == ("v2.99",)  # the version is named v2.99, as its author did
 
 
 def diffless(m: ThreadMessage) -> ThreadMessage:
