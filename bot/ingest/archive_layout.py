@@ -88,7 +88,10 @@ def _git_dir(path: Path) -> Path | None:
     return None
 
 
+# A v1 inbox's files: one per message, in a folder named by the first two hex digits of the SHA-1
+# of its Message-ID, the file by the other 38
 _V1_FOLDER = re.compile(rb"[0-9a-f]{2}")
+V1_MESSAGE = re.compile(rb"[0-9a-f]{2}/[0-9a-f]{38}")
 
 
 def holds_mail(git_dir: Path) -> bool:

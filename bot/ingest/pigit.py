@@ -24,7 +24,13 @@ from pathlib import Path
 from bot.config import IngestSettings, ListSettings, data_dir
 from bot.db.session import Database
 from bot.git import BOUNDED_PACK_MAPS, run_git
-from bot.ingest.archive_layout import GitArchiveError, epoch_of_url, find_epochs, holds_mail
+from bot.ingest.archive_layout import (
+    V1_MESSAGE,
+    GitArchiveError,
+    epoch_of_url,
+    find_epochs,
+    holds_mail,
+)
 from bot.ingest.cursor import CursorKey, load_position, record_poll
 from bot.ingest.epoch_slice import Change, EpochSlice
 from bot.ingest.live import LiveSummary, store_slices
@@ -34,9 +40,6 @@ log = logging.getLogger(__name__)
 
 # An epoch is a bare repository; its failures are the archive's.
 _EPOCH = {"bare": True, "error": GitArchiveError}
-
-
-_V1_MESSAGE = re.compile(rb"[0-9a-f]{2}/[0-9a-f]{38}")  # a v1 inbox's file of one message
 
 
 def parse_log(out: bytes) -> list[Change]:
@@ -54,7 +57,7 @@ def parse_log(out: bytes) -> list[Change]:
             meta, _, path = line.partition(b"\t")
             fields = meta.split()
             status, new_blob, old_blob = fields[4][:1], fields[3].decode(), fields[2].decode()
-            if _V1_MESSAGE.fullmatch(path):
+            if V1_MESSAGE.fullmatch(path):
                 if status in (b"A", b"M", b"D"):
                     removed = status == b"D"
                     changes.append(Change(commit, old_blob if removed else new_blob, removed))
@@ -140,9 +143,10 @@ class PiGitSource:
             return True
         if first:
             raise GitArchiveError(
-                f"{url}: git clone failed: {proc.stderr.decode().strip()} (a URL is mirrored as an"
-                " archive's epochs, URL/0, URL/1 ..., or as the one epoch it names, URL/N; follow"
-                " a v1 inbox with `lorelab ingest lore URL`, or clone it and give its path)")
+                f"{url}: git clone failed: {proc.stderr.decode(errors='replace').strip()} (a URL is"
+                " mirrored as an archive's epochs, URL/0, URL/1 ..., or as the one epoch it names,"
+                " URL/N; follow a v1 inbox with `lorelab ingest lore URL`, or clone it and give its"
+                " path)")
         return False
 
     # ---- walking
