@@ -44,7 +44,12 @@ from bot.db.models import RulesEdition
 # 7: a cover letter without a posting tag takes its patches' point release with their version
 #    (`... (v2.99)` over `[PATCHv2.99 01/11]`, linux-pm), and so becomes their cover letter
 #    (`bot.series.grouping`, rule 7).
-RULES_EDITION = 7
+# 8: a cover letter sent beside its patches, all in reply to a review or to a message the
+#    list never got, or under another Message-ID than the one its patches reply to, is their
+#    cover letter (cgroups, memcg accounting v1..v3), and so is `[PATCH v2 0/1]` beside its
+#    `1/1`, and a letter that numbers no patches (`[PATCH v2] title` over its diffstat,
+#    `[PATCHSET v29.0 07/28]`) over its one single patch (`bot.series.grouping`, rules 3, 4).
+RULES_EDITION = 8
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -13,16 +13,21 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    cover letter is new. Siblings need not agree on RESEND (an author left it off one patch),
    but a RESEND patch in reply to a sibling of a higher number without it starts anew.
 2. A chain of such messages is a posting, named (its *anchor*) by the message at its top.
-3. A chain whose top patch replies to a message that has not arrived yet hangs from it, and is
-   named by it: the cover letter arriving later finds its patches, whatever the order. Postings
-   of another version or size hanging from the same message are named by their first patch,
-   and so is each further single patch (`[PATCH]`): two patches sent in reply to one missing
-   message are two postings, not one patch sent twice.
+3. A chain whose top patch replies to a message that has not arrived yet, or to one that is
+   no part of a posting (a review), hangs from it, and is named by it: the cover letter
+   arriving later finds its patches, whatever the order. Postings of another version or size
+   hanging from the same message are named by their first patch, and so is each further single
+   patch (`[PATCH]`): two patches sent in reply to one missing message are two postings, not
+   one patch sent twice. Unless their cover letter is in the thread, as rule 4 finds it: sent
+   beside them, in reply to the same review (`git format-patch --no-thread --in-reply-to`, or
+   a mail client sending each file), or under a Message-ID other than the one they reply to.
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
    version's cover letter or patch, or to a review) are one posting per author, version, size
    and RESEND flag, with the cover letter of that key that shares their parent or has no
    patches of its own. A stray without a counter (`[PATCH]`) is a posting of its own: a fix-up
-   sent in reply to a numbered series is not its patch 1.
+   sent in reply to a numbered series is not its patch 1. It takes only such a cover letter
+   (`[PATCH v2 0/1]`), or the letter it replies to when that numbers no patches (a diffstat
+   sent as `[PATCH v2] title`, a `[PATCHSET 7/28]` of sub-series) and it is its one `[PATCH]`.
 5. Numbered parts sent with no threading headers at all (`git format-patch` without `--thread`;
    `ThreadIndex` puts them in one thread) are split into postings by `unthreaded`: the cover
    letter of the same author, prefix and hour takes them, and names the posting.
@@ -154,24 +159,31 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
         elif head.total > 1:
             _add_to_kin(strays, chain)
         else:
-            groups[top] = chain
+            strays.append(chain)
     for group in unthreaded.split_postings(unthreaded_chains):  # rule 5
         cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
         groups[(cover or _first_patch(group)).msgid] = sorted(group, key=_by_date)
+    orphans = {a for a, g in groups.items() if len(g) == 1 and g[0].kind == "cover"}
+
+    def joined_cover(group: list[ThreadMessage]) -> bool:
+        cover = _cover_for(group, [by_id[a] for a in sorted(orphans)], parts)
+        if cover is None or cover.msgid not in groups:
+            return False
+        orphans.discard(cover.msgid)
+        groups[cover.msgid] = groups[cover.msgid] + group
+        return True
+
     for hook, kin_groups in hanging.items():
         # Rule 3; other kinds of postings hanging from the same message are named by their first
         # patch, so that a v1 and a v2 sent in reply to one missing cover letter stay apart.
         kin_groups.sort(key=lambda g: _by_date(g[0]))
-        groups[hook] = kin_groups[0]
-        for group in kin_groups[1:]:
-            groups[_first_patch(group).msgid] = group
-    orphans = {a for a, g in groups.items() if len(g) == 1 and g[0].kind == "cover"}
-    for group in strays:
-        cover = _cover_for(group, [by_id[a] for a in sorted(orphans)], parts)
-        if cover is not None and cover.msgid in groups:
-            orphans.discard(cover.msgid)
-            groups[cover.msgid] = groups[cover.msgid] + group
-        else:
+        named = hook
+        for group in kin_groups:
+            if not joined_cover(group):
+                groups[named or _first_patch(group).msgid] = group
+                named = None
+    for group in strays:  # rule 4
+        if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
@@ -264,7 +276,10 @@ def _cover_for(
     group: list[ThreadMessage], orphans: list[ThreadMessage], parts: list[ThreadMessage]
 ) -> ThreadMessage | None:
     """The cover letter of stray patches (rule 4): of their key, a sibling or one without
-    patches; failing that, an orphan they reply to whose count was wrong."""
+    patches; failing that, an orphan they reply to whose count was wrong. A single patch takes
+    that orphan only when it numbers no patches (`[PATCH v2]` over its diffstat, or a
+    `[PATCHSET 7/28]` of sub-series) and no other single patch replies to it: of the `[PATCH]`es
+    replying to a `0/9`, or to one diffstat, none is its patch 1."""
     head = group[0]
     hooks = {m.hook for m in group}
     kin = [
@@ -281,9 +296,19 @@ def _cover_for(
             and same_author(cover, head)
             and cover.resend == head.resend
             and (not head.version_explicit or head.release == cover.release)
+            and (head.total > 1 or _only_single_patch(head, cover, parts))
         ):
             return cover
     return None
+
+
+def _only_single_patch(
+    patch: ThreadMessage, cover: ThreadMessage, parts: list[ThreadMessage]
+) -> bool:
+    """Whether `patch` is the one single patch replying to `cover`, which numbers none."""
+    return cover.counter != 0 and not any(
+        m.hook == cover.msgid and m.total == 1 and m.kind == "patch" and m is not patch
+        for m in parts)
 
 
 def _join_additions(

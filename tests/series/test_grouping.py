@@ -132,11 +132,84 @@ def test_single_patches_hanging_from_one_missing_message_are_postings_of_their_o
         assert not any(p.notes for p in postings)
 
 
+def sent_beside(prefix: str, n: int, parent: str, version: int = 2,
+                **kw) -> list[ThreadMessage]:
+    """`git send-email --no-thread --in-reply-to=<parent>`: the cover letter and each patch
+    in reply to `parent`, none to the cover letter."""
+    return [cover(f"{prefix}0", n, reply=parent, version=version, explicit=True, **kw)] + [
+        msg(f"{prefix}{i}", parent, counter=i, total=n, version=version, explicit=True, **kw)
+        for i in range(1, n + 1)]
+
+
+def test_a_cover_letter_sent_beside_its_patches_is_their_cover_letter_in_any_order():
+    """cgroups: memcg accounting v1..v3 were sent with the cover letter and every patch in
+    reply to a review, or to a message the list never saw: the cover letter was left without
+    patches, and the patches hung from the review as from a missing cover letter."""
+    v1 = series("a", 3)
+    review = msg("r", "a0", kind="review", author="rita@example.org", name="Rita")
+    for parent, extra in (("r", [review]), ("elsewhere", [])):
+        v2 = sent_beside("b", 3, parent)
+        for seed in range(4):
+            thread = v1 + extra + v2
+            random.Random(seed).shuffle(thread)
+            assert found(thread) == [(1, "a0", ["a0", "a1", "a2", "a3"]),
+                                     (2, "b0", ["b0", "b1", "b2", "b3"])], (parent, seed)
+
+
+def test_a_cover_letter_sent_under_another_message_id_takes_its_patches():
+    """The patches reply to the Message-ID `git format-patch` gave the cover letter; the cover
+    letter went out from a mail client under a new one, in reply to the same message as that
+    (cgroups, memcg accounting v3). It is theirs: the only cover letter of their author,
+    version and size in the thread without patches."""
+    v1 = series("a", 3)
+    head = cover("b0", 3, reply="a0", version=2, explicit=True)
+    parts = [msg(f"b{i}", "cover.b0", counter=i, total=3, version=2, explicit=True,
+                 refs=("a0", "cover.b0")) for i in (1, 2, 3)]
+    assert found(v1 + [head, *parts])[1] == (2, "b0", ["b0", "b1", "b2", "b3"])
+
+
+def test_a_single_patch_sent_beside_its_cover_letter_is_its_posting():
+    """`[PATCH v2 0/1]` and `[PATCH v2 1/1]`, both in reply to v1's patch: one posting."""
+    v1 = msg("a1")
+    v2 = sent_beside("b", 1, "a1")
+    assert found([v1, *v2]) == [(1, None, ["a1"]), (2, "b0", ["b0", "b1"])]
+
+
+def test_only_a_cover_letter_of_the_same_posting_is_taken_beside_patches():
+    """Beside the patches, a cover letter of another version, size or author stays alone."""
+    v1 = series("a", 3)
+    for parent in ("a0", "elsewhere"):  # v1's cover letter, or a message never seen
+        patches = sent_beside("b", 3, parent)[1:]
+        for other in (cover("c", 3, reply=parent, version=3, explicit=True),
+                      cover("c", 4, reply=parent, version=2, explicit=True),
+                      cover("c", 3, reply=parent, version=2, explicit=True,
+                            author="rita@example.org", name="Rita")):
+            postings = found(v1 + [other, *patches])
+            assert (2, None, ["b1", "b2", "b3"]) in postings
+            assert (other.version, "c", ["c"]) in postings
+
+
 def test_a_cover_letter_known_by_its_diffstat_takes_numbered_patches_only():
     head = msg("a0", kind="cover")  # "[PATCH] mm: foo" with a diffstat and no diff
     thread = [head, msg("a1", "a0", counter=1, total=2), msg("a2", "a0", counter=2, total=2),
               msg("fix", "a0")]
     assert found(thread) == [(1, "a0", ["a0", "a1", "a2"]), (1, None, ["fix"])]
+
+
+def test_a_letter_that_numbers_no_patches_takes_its_one_single_patch():
+    """`[PATCH v2] title` with a diffstat and one `[PATCH v2]` in reply (linux-pm, cgroups), or
+    Darrick Wong's `[PATCHSET v29.0 07/28]` over a lone `[PATCH 1/1]` (linux-xfs): one posting.
+    Two `[PATCH]`es in reply, or `[PATCH]`es over a `0/9`, are none of them its patch 1."""
+    diffstat = msg("d0", kind="cover", version=2, explicit=True)
+    patchset = msg("s0", kind="cover", counter=7, total=28, version=29, explicit=True)
+    for head in (diffstat, patchset):
+        (posting,) = group_postings([head, msg("p1", head.msgid)])
+        assert (posting.version, posting.cover, posting.members) == (head.version, head.msgid,
+                                                                     [head.msgid, "p1"])
+        two = found([head, msg("p1", head.msgid), msg("p2", head.msgid)])
+        assert (head.version, head.msgid, [head.msgid]) in two
+    unnumbered = [cover("c0", 9)] + [msg(f"c{i}", "c0") for i in range(1, 4)]
+    assert found(unnumbered) == [(1, "c0", ["c0"])] + [(1, None, [f"c{i}"]) for i in (1, 2, 3)]
 
 
 def test_a_cover_letter_that_miscounts_keeps_its_patches():

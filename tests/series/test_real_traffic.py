@@ -282,6 +282,31 @@ def test_next_version_keeps_its_own_cover_letter_and_the_series_its_title(
     assert s["title"] == "mm: reclaim in batches of 64"
 
 
+@pytest.mark.parametrize("parent", ["review", "off the list"])
+def test_a_cover_letter_sent_beside_its_patches_is_their_cover_letter(
+    db, make, ingest_settings, parent
+):
+    """`git format-patch --no-thread --in-reply-to=<review>`: the cover letter and every patch
+    reply to the review (cgroups: memcg accounting v1..v3), or to a message this list never
+    got. Each version keeps its cover letter, the title is the cover letter's, one series."""
+    v1 = make(V1)
+    review = make_reply(v1[0], author=("Rita Reviewer", "rita@example.org"), body="Split it.")
+    hook = f"<{msgs_id(review)}>" if parent == "review" else "<20261201.42@elsewhere.example>"
+    v2 = make(SeriesSpec(title=V1.title, patches=3, version=2, threading="none",
+                         in_reply_to=hook, same_changes_as=V1, revised=(2,)))
+    assert {header(m, "In-Reply-To") for m in v2} == {hook}
+    for batches in ([v1 + [review] + v2], [v1 + [review] + v2[1:], v2[:1]]):
+        for batch in batches:  # at once, or the cover letter after its patches were stored
+            store(db, batch, ingest_settings)
+        s = only_series(db)
+        assert [shape(v) for v in s["versions"]] == [
+            (1, msgs_id(v1[0]), ids(v1[1:]), True),
+            (2, msgs_id(v2[0]), ids(v2[1:]), True),
+        ]
+        assert s["title"] == V1.title
+        emptied(db)
+
+
 def test_mercurial_style_counters(db, make, ingest_settings):
     spec = SeriesSpec(title="mm: sent with hg email", patches=2, version=2)
     msgs = make(spec)
