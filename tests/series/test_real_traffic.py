@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import functools
 import random
+import re
 from collections.abc import Callable
 
 import pytest
@@ -305,6 +306,22 @@ def test_a_cover_letter_sent_beside_its_patches_is_their_cover_letter(
         ]
         assert s["title"] == V1.title
         emptied(db)
+
+
+def test_a_diffstat_sent_as_a_patch_is_the_cover_letter_of_its_one_patch(
+    db, make, ingest_settings
+):
+    """linux-pm and cgroups: `[PATCH v2] title` carrying the cover letter's text and diffstat,
+    and the one `[PATCH v2] subsystem: change` in reply to it: one version, its cover letter
+    and title that letter's."""
+    spec = SeriesSpec(title="mm: one change, explained", patches=1, version=2)
+    sent = [re.sub(rb"^(Subject: \[PATCH v2) [01]/1\]", rb"\1]", m, flags=re.M)
+            for m in make(spec)]
+    assert [header(m, "Subject")[:11] for m in sent] == ["[PATCH v2] "] * 2
+    store(db, sent, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(2, msgs_id(sent[0]), ids(sent[1:]), True)]
+    assert s["title"] == spec.title
 
 
 def test_mercurial_style_counters(db, make, ingest_settings):
