@@ -49,7 +49,10 @@ from bot.db.models import RulesEdition
 #    cover letter (cgroups, memcg accounting v1..v3), and so is `[PATCH v2 0/1]` beside its
 #    `1/1`, and a letter that numbers no patches (`[PATCH v2] title` over its diffstat,
 #    `[PATCHSET v29.0 07/28]`) over its one single patch (`bot.series.grouping`, rules 3, 4).
-RULES_EDITION = 8
+# 9: a number sent twice in one posting as two different patches (`git send-email` on a folder
+#    holding an earlier run's files) is the copy the cover letter's shortlog lists, not the
+#    later one (`bot.series.grouping`, rule 9; linux-api, linux-arch).
+RULES_EDITION = 9
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -25,10 +25,11 @@ from sqlalchemy.orm import Session
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.db.value_lists import in_param
 from bot.series import membership, records
-from bot.series.grouping import Posting, group_postings
-from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF, thread_message
+from bot.series.grouping import Posting
+from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
+from bot.series.sent_twice import group_thread
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
 from bot.series.trailers import attribute_trailers
 
@@ -226,7 +227,7 @@ def update_series(
         parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
         not_taken += dropped
         rows.update((r.msgid, r) for r in parts)
-        postings = group_postings(thread_message(r._mapping) for r in parts)
+        postings = group_thread(conn, parts)
         note_postings(postings, notes)
         found += [(thread_id, p) for p in postings]
         not_taken += [rows[m].id for p in postings for m in p.without_diff]

@@ -50,6 +50,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    numbered as a patch (`[NDCTL PATCH v7 4/4]` over 1/4..4/4, `[PATCH 1/8 v2]` over
    1/8..8/8), read as `0/N`: a patch's own replies number above it.
 
+9. A number sent twice in one posting is the later copy (a correction), unless the two are
+   different patches and the cover letter's shortlog lists one of them at that number (or,
+   when several authors wrote the series, lists one and not the other): `git send-email` run
+   on a folder that still holds an earlier run's files of the same size sends both, and the
+   cover letter is the run's own (`bot.series.sent_twice` reads it).
+
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
 after v4 and before v5, and where they key postings by version, v4.1 is a key of its own.
@@ -65,6 +71,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from bot.mail.shortlog import same_title
 from bot.mail.subject import point_of
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, same_author
@@ -90,6 +97,9 @@ class Posting:
     # the subject's other tags, as the cover letter (else patch 1) was read: a point release's
     # `v2.99` there even when only the patches wrote it (rule 7)
     prefixes: tuple[str, ...] = ()
+    # a number sent as two different patches, and a cover letter whose shortlog, which would
+    # tell which is meant (rule 9), was not read: `bot.series.sent_twice` reads it
+    needs_shortlog: bool = False
 
     @property
     def complete(self) -> bool:
@@ -354,6 +364,7 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
         expected=first.total,
         resend=first.resend,
     )
+    sent: dict[int, list[ThreadMessage]] = {}
     for msg in sorted(group, key=_by_date):
         if msg.kind == "cover":
             posting.cover = msg.msgid
@@ -363,16 +374,45 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
             posting.notes.append(f"patch {msg.counter}/{msg.total} carries no diff that git "
                                  f"can apply, so its number stays missing: {msg.msgid}")
             continue
-        if msg.counter in posting.patches:
-            # A patch sent twice in one posting: the later one wins (it was a correction).
-            posting.notes.append(
-                f"patch {msg.counter}/{msg.total} was sent twice; using {msg.msgid}"
-            )
-        posting.patches[msg.counter] = msg.msgid
+        sent.setdefault(msg.counter, []).append(msg)
+    cover = by_id.get(posting.cover) if posting.cover else None
+    for counter, copies in sent.items():
+        posting.patches[counter] = _meant(copies, cover, posting).msgid
     _settle(posting, by_id)
     patch_1 = posting.patches[min(posting.patches)] if posting.patches else anchor
     posting.prefixes = by_id.get(posting.cover or patch_1, first).prefixes
     return posting
+
+
+def _meant(copies: list[ThreadMessage], cover: ThreadMessage | None,
+           posting: Posting) -> ThreadMessage:
+    """Of the patches sent under one number (in date order), the one the author meant (rule
+    9): the one the cover letter's shortlog lists there, else the later one (a correction)."""
+    chosen = copies[-1]
+    if len(copies) == 1:
+        return chosen
+    listed = _listed_at(cover.shortlog, chosen) if cover is not None else ()
+    named = [m for m in copies if any(same_title(m.title, t) for t in listed)]
+    if named and len(named) < len(copies):
+        chosen = named[-1]
+        posting.notes.append(f"patch {chosen.counter}/{chosen.total} was sent twice, as "
+                             f"different patches; using {chosen.msgid}, the one the cover "
+                             "letter lists")
+        return chosen
+    different = len({tuple(m.title.split()) for m in copies}) > 1
+    if cover is not None and not cover.shortlog and different:
+        posting.needs_shortlog = True
+    posting.notes.append(f"patch {chosen.counter}/{chosen.total} was sent twice; using "
+                         f"{chosen.msgid}")
+    return chosen
+
+
+def _listed_at(shortlog: tuple[tuple[str, ...], ...], patch: ThreadMessage) -> tuple[str, ...]:
+    """The titles a shortlog may give patch `counter/total`: the one at its place when one
+    author wrote them all, else any it lists (the blocks go by author name, not by number)."""
+    if len(shortlog) == 1 and len(shortlog[0]) == patch.total and patch.counter <= patch.total:
+        return (shortlog[0][patch.counter - 1],)
+    return tuple(t for block in shortlog for t in block)
 
 
 def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:

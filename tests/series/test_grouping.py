@@ -342,3 +342,67 @@ def test_a_later_patch_without_a_diff_does_not_replace_its_number():
     thread.append(diffless(msg("e", "a0", counter=1, total=2)))
     (posting,) = group_postings(thread)
     assert posting.members == ["a0", "a1", "a2"] and posting.complete
+
+
+def titled(message: ThreadMessage, title: str) -> ThreadMessage:
+    return dataclasses.replace(message, title=title)
+
+
+GUP, FAST = "secretmem/gup: check the page with a reference", "secretmem: a faster page test"
+
+
+def sent_with_stale_files() -> list[ThreadMessage]:
+    """`git send-email v2-*.patch` on a folder that still held an earlier run of the same size
+    in the other order (Mike Rapoport's secretmem v2): by file name, the cover letter (the new
+    run's, written over the old), then 0001 of each run, then 0002 of each, all in reply to
+    the cover letter."""
+    head = cover("c0", 2, version=2, explicit=True)
+    sent = [(1, GUP, "new1"), (1, FAST, "old1"), (2, GUP, "old2"), (2, FAST, "new2")]
+    return [head] + [titled(msg(m, "c0", counter=n, total=2, version=2, explicit=True), t)
+                     for n, t, m in sent]
+
+
+def test_a_number_sent_twice_is_the_patch_the_cover_letter_lists():
+    thread = sent_with_stale_files()
+    # Rows alone cannot tell which run is the new one: the later copy of each number is taken,
+    # and the posting asks for its cover letter's shortlog.
+    (unread,) = group_postings(thread)
+    assert unread.patches == {1: "old1", 2: "new2"} and unread.needs_shortlog
+    thread[0] = dataclasses.replace(thread[0], shortlog=((GUP, FAST),))
+    (posting,) = group_postings(thread)
+    assert posting.patches == {1: "new1", 2: "new2"} and not posting.needs_shortlog
+    assert posting.notes == [
+        "patch 1/2 was sent twice, as different patches; using new1, the one the cover letter "
+        "lists",
+        "patch 2/2 was sent twice, as different patches; using new2, the one the cover letter "
+        "lists",
+    ]
+    # in any order of arrival
+    for seed in range(4):
+        random.Random(seed).shuffle(thread)
+        assert group_postings(thread)[0].patches == {1: "new1", 2: "new2"}
+
+
+def test_a_shortlog_of_several_authors_names_the_copy_it_lists():
+    """Alex Shi's "per memcg lru lock" v10 (cgroups): 13 patches of his and 2 of Hugh
+    Dickins's, so the shortlog's blocks go by author and not by number; `10/15` sent twice,
+    the stale one under a title the shortlog does not list."""
+    thread = series("a", 3)
+    thread.insert(3, titled(msg("stale2", "a0", counter=2, total=3), "mm/mlock: old way"))
+    blocks = (("title of a1", "title of a3"), ("title of a2",))
+    thread[0] = dataclasses.replace(thread[0], shortlog=blocks)
+    assert group_postings(thread)[0].patches == {1: "a1", 2: "a2", 3: "a3"}
+
+
+def test_a_number_sent_twice_as_one_patch_is_the_later_copy():
+    """A patch sent again with the same title (a correction, or the whole run sent twice):
+    the later one, as before; the shortlog cannot tell them apart and is not asked for."""
+    thread = series("a", 2)
+    thread.append(titled(msg("again1", "a0", counter=1, total=2), "title of a1"))
+    (posting,) = group_postings(thread)
+    assert posting.patches == {1: "again1", 2: "a2"} and not posting.needs_shortlog
+    assert posting.notes == ["patch 1/2 was sent twice; using again1"]
+    # A cover letter whose shortlog lists neither copy (it was edited by hand) changes nothing.
+    stale = titled(msg("stale2", "a0", counter=2, total=2), "something else")
+    thread = [dataclasses.replace(thread[0], shortlog=(("x", "y"),)), *thread[1:3], stale]
+    assert group_postings(thread)[0].patches == {1: "a1", 2: "stale2"}

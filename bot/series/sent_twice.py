@@ -1,0 +1,49 @@
+"""Threads where an author sent one patch number twice in one go, and the cover letters that
+say which of the two they meant.
+
+`git send-email dir/*.patch` on a folder that still holds an earlier run's files sends both:
+Mike Rapoport's "secretmem: optimize page_is_secretmem()" v2 (linux-api, linux-arch) came as
+1/2 and 2/2 of the new order and 1/2 and 2/2 of an old one, all four in reply to the cover
+letter; Krzysztof Kozlowski's "iomap: Constify ioreadX()" as 02 alpha, 02 sh, 03 alpha, 03 sh.
+Taking the later copy of each number mixed the two runs (patch 1 of one, patch 2 of the
+other; sh twice and alpha never), and a test of that would report a series that does not
+apply. The cover letter is the run's own: its shortlog (`bot.mail.shortlog`) names the
+patches sent, and grouping takes the copy it lists (`bot.series.grouping`, rule 9).
+
+Grouping reads rows, not bodies: only a thread where a posting holds a number sent as two
+different patches is grouped again, its cover letters' shortlogs read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import sqlalchemy as sa
+
+from bot.db.models import Message
+from bot.db.value_lists import in_param
+from bot.mail.parse import parse_message
+from bot.mail.shortlog import read_shortlog
+from bot.series.grouping import Posting, group_postings
+from bot.series.parts import thread_message
+
+_RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
+
+
+def group_thread(conn: sa.Connection, parts: list[Any]) -> list[Posting]:
+    """The postings of one thread's rows `parts` (`bot.series.grouping`), the cover letters'
+    shortlogs read where a number was sent twice."""
+    messages = [thread_message(r._mapping) for r in parts]
+    postings = group_postings(messages)
+    letters = {p.cover for p in postings if p.needs_shortlog}
+    if not letters:
+        return postings
+    shortlogs = {}
+    ids = [r.id for r in parts if r.msgid in letters]
+    for msgid, raw in conn.execute(_RAW, {"ids": ids}):
+        shortlogs[msgid] = read_shortlog(parse_message(raw, recipients=False).body)
+    return group_postings(
+        dataclasses.replace(m, shortlog=shortlogs[m.msgid]) if shortlogs.get(m.msgid) else m
+        for m in messages
+    )
