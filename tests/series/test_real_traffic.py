@@ -164,6 +164,42 @@ def test_stale_files_in_any_order_of_arrival(db, make):
     assert s["title"] == "mm: batch lru updates"
 
 
+def file_name(message: bytes) -> str:
+    """The name `git format-patch -v2` gave the file a message was sent from."""
+    match = re.fullmatch(r"\[PATCH v2 (\d+)/\d+\] (.*)", header(message, "Subject"))
+    assert match is not None
+    return f"v2-{int(match[1]):04d}-{re.sub(r'[^A-Za-z0-9._]+', '-', match[2])}.patch"
+
+
+def test_a_number_sent_twice_is_the_patch_the_cover_letter_lists(db, make, ingest_settings):
+    """`git send-email v2-*.patch` on a folder that still holds an earlier run of the same size
+    in the other order (secretmem v2 on linux-api and linux-arch, "per memcg lru lock" v10 on
+    cgroups): each number twice, in file-name order, so the earlier run's copy comes first at
+    one number and last at the other. The version is the patches its cover letter lists;
+    before, the later copy of each number mixed the two runs into a version that does not
+    apply."""
+    spec = SeriesSpec(title="mm: secretmem fast path", patches=2, version=2, threading="none")
+    new = make(spec)
+    first, second = series_changes(spec)
+    old = make(dataclasses.replace(spec, changes=(second.revised(), first)))
+    # format-patch wrote the new cover letter over the old one: one `v2-0000-cover-letter`
+    files = [new[0], *sorted(new[1:] + old[1:], key=file_name)]
+    # the new run's copy first at one number only
+    assert sorted(files.index(m) < files.index(o)
+                  for m, o in zip(new[1:], old[1:], strict=True)) == [False, True]
+    sent = send_email(files, start=dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC))
+    store(db, sent, ingest_settings)
+    (version,) = only_series(db)["versions"]
+    meant = [sent[files.index(m)] for m in new[1:]]
+    assert shape(version) == (2, msgs_id(sent[0]), ids(meant), True)
+    assert [n.endswith("the one the cover letter lists") for n in version["notes"]] == [True] * 2
+    with db.session() as session:  # and a run applies them
+        stored = session.scalars(sa.select(SeriesVersion)).one()
+        mbox = am_ready_mbox(session, stored).decode()
+    assert re.findall(r"^Subject: \[PATCH v2 (\d)/2\] (.*)$", mbox, re.M) == [
+        ("1", first.subject), ("2", second.subject)]
+
+
 def test_one_patch_from_the_authors_other_address(db, make, ingest_settings):
     v1 = make(V1)
     # Patch 2 was sent from the author's work account: same name, another address.
