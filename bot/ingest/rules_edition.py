@@ -51,7 +51,9 @@ from bot.db.models import RulesEdition
 #    `[PATCHSET v29.0 07/28]`) over its one single patch (`bot.series.grouping`, rules 3, 4).
 # 9: a number sent twice in one posting as two different patches (`git send-email` on a folder
 #    holding an earlier run's files) is the copy the cover letter's shortlog lists, not the
-#    later one (`bot.series.grouping`, rule 9; linux-api, linux-arch).
+#    later one (`bot.series.grouping`, rule 9; linux-api, linux-arch); a cover letter that says
+#    another version than the patches one `git send-email` run sent with it is theirs, at their
+#    version (`[PATCH v2 00/16]` over `[PATCH v3 01/16]`..: rule 10).
 RULES_EDITION = 9
 
 _table = RulesEdition.__table__

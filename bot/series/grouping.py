@@ -55,6 +55,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    when several authors wrote the series, lists one and not the other): `git send-email` run
    on a folder that still holds an earlier run's files of the same size sends both, and the
    cover letter is the run's own (`bot.series.sent_twice` reads it).
+10. A cover letter that says another version than the patches sent with it is theirs, read
+   at their version: all of its patches (replies of its author and size) say one higher
+   version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
+   over `[PATCH v3 01/16]`.., `[PATCH 0/2]` or `[PATCH v13b 00/18]` over `[PATCH v2 1/2]`..).
+   A later version sent days after in reply to an old cover letter stays a posting of its
+   own (rule 1).
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -146,6 +152,9 @@ def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
 def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     """Postings found among `messages` (usually one thread), in order of their dates."""
     by_id = _with_covers({m.msgid: m for m in messages})
+    misnumbered = _misnumbered(by_id)
+    said = {msgid: by_id[msgid] for msgid in misnumbered}
+    by_id.update(misnumbered)
     parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
     chains = _chains(parts, by_id)
     # Each chain: cover letters and root patches name their own posting (rule 2).
@@ -197,6 +206,11 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
+    for posting in postings:
+        if (letter := said.get(posting.cover or "")) is not None:
+            says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
+            posting.notes.append(f"the cover letter {says}, the patches sent with it "
+                                 f"v{posting.version}: read as v{posting.version}")
     return sorted(postings, key=lambda p: (p.date is None, p.date, p.anchor))
 
 
@@ -235,13 +249,47 @@ def _as_cover(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
         return dataclasses.replace(msg, kind="cover")
     ending = _ENDING_VERSION.search(msg.title)
     if ending is None:  # the patch's release, point and all: `(v2.99)` over `[PATCHv2.99 1/11]`
-        point = tuple(tag for tag in patch.prefixes if point_of(patch.version, (tag,)))
-        return dataclasses.replace(msg, kind="cover", version=patch.version,
-                                   version_explicit=patch.version_explicit,
-                                   prefixes=(*msg.prefixes, *point))
+        return _at_release(msg, patch)
     return dataclasses.replace(msg, kind="cover", version=int(ending[1]), version_explicit=True,
                                title=msg.title[: ending.start()],
                                resend=msg.resend or bool(ending[2]))
+
+
+def _at_release(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
+    """`msg` as a cover letter of `patch`'s release, point and all."""
+    point = tuple(tag for tag in patch.prefixes if point_of(patch.version, (tag,)))
+    return dataclasses.replace(msg, kind="cover", version=patch.version,
+                               version_explicit=patch.version_explicit,
+                               prefixes=(*msg.prefixes, *point))
+
+
+_ONE_SEND = dt.timedelta(minutes=10)  # git send-email sends a part a second, from one Date
+
+
+def _misnumbered(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
+    """The cover letters that say another version than the patches sent with them (rule 10),
+    each read at its patches' release: msgid -> the letter as read."""
+    replies: dict[str, list[ThreadMessage]] = {}
+    for msg in by_id.values():
+        cover = by_id.get(msg.hook) if msg.hook else None
+        if (msg.kind == "patch" and cover is not None and cover.kind == "cover"
+                and cover.counter == 0 and same_author(msg, cover)
+                and msg.total == cover.total):
+            replies.setdefault(cover.msgid, []).append(msg)
+    found = {}
+    for msgid, patches in replies.items():
+        cover = by_id[msgid]
+        releases = {p.release for p in patches}
+        if (len(releases) == 1 and all(p.version_explicit for p in patches)
+                and patches[0].release > cover.release
+                and all(_one_send(cover, p) for p in patches)):
+            found[msgid] = _at_release(cover, patches[0])
+    return found
+
+
+def _one_send(cover: ThreadMessage, patch: ThreadMessage) -> bool:
+    return (cover.date is not None and patch.date is not None
+            and abs(patch.date - cover.date) <= _ONE_SEND)
 
 
 def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict[str, list]:

@@ -406,3 +406,34 @@ def test_a_number_sent_twice_as_one_patch_is_the_later_copy():
     stale = titled(msg("stale2", "a0", counter=2, total=2), "something else")
     thread = [dataclasses.replace(thread[0], shortlog=(("x", "y"),)), *thread[1:3], stale]
     assert group_postings(thread)[0].patches == {1: "a1", 2: "stale2"}
+
+
+def test_a_cover_letter_misnumbered_in_the_send_is_its_patches_cover_letter():
+    """Lorenzo Stoakes's `[PATCH v2 00/16]` over `[PATCH v3 01/16]`.. (linux-arch), sent by one
+    `git send-email` run: the letter is theirs, at their version; so is a letter without a
+    version (`[PATCH 0/2]` over `[PATCH v2 1/2]`.., cgroups, linux-arch)."""
+    for said, explicit, note in ((2, True, "says v2"), (1, False, "gives no version")):
+        thread = series("a", 3, version=3, explicit=True)
+        thread[0] = dataclasses.replace(thread[0], version=said, version_explicit=explicit)
+        (posting,) = group_postings(thread)
+        assert (posting.version, posting.cover, posting.members) == (3, "a0", ["a0", "a1", "a2",
+                                                                                "a3"])
+        assert posting.notes == [f"the cover letter {note}, the patches sent with it v3: read "
+                                 "as v3"]
+
+
+def test_a_later_version_under_an_old_cover_letter_stays_apart():
+    """v2 sent days after, in reply to v1's cover letter (whose own patches went to another
+    list); or minutes after, with v1's own patches in the thread; or patches of two versions
+    under one letter: the letter keeps its version, the patches are postings of their own."""
+    v1 = series("a", 2)[:1]
+    later = [dataclasses.replace(m, date=m.date + dt.timedelta(days=3))
+             for m in (msg(f"b{i}", "a0", counter=i, total=2, version=2, explicit=True)
+                       for i in (1, 2))]
+    assert found(v1 + later) == [(1, "a0", ["a0"]), (2, None, ["b1", "b2"])]
+    with_own = series("c", 2)
+    soon = [msg(f"d{i}", "c0", counter=i, total=2, version=2, explicit=True) for i in (1, 2)]
+    assert found(with_own + soon) == [(1, "c0", ["c0", "c1", "c2"]), (2, None, ["d1", "d2"])]
+    mixed = [cover("e0", 2), msg("e1", "e0", counter=1, total=2, version=3, explicit=True),
+             msg("e2", "e0", counter=2, total=2, version=2, explicit=True)]
+    assert [p.cover for p in group_postings(mixed)] == ["e0", None, None]
