@@ -200,6 +200,29 @@ def test_a_number_sent_twice_is_the_patch_the_cover_letter_lists(db, make, inges
         ("1", first.subject), ("2", second.subject)]
 
 
+@pytest.mark.parametrize("said", ["[PATCH v2 0/3]", "[PATCH 0/3]"])
+def test_a_cover_letter_misnumbered_in_the_send_is_its_patches_cover_letter(
+    db, make, ingest_settings, said
+):
+    """The author ran `git format-patch -v3` and left the cover letter saying v2, or no version
+    (Lorenzo Stoakes's "mm: remove is_swap_[pte, pmd]()" v3 on linux-arch, Matthew Wilcox's
+    `[PATCH v13b 00/18] Convert memcg to folios` over v13 patches on cgroups): v3 keeps its
+    cover letter and is the third version of the series, not a series titled by its patch 1."""
+    v1 = make(V1)
+    v2 = make(SeriesSpec(title=V1.title, patches=3, version=2, same_changes_as=V1, revised=(1,)))
+    v3 = make(SeriesSpec(title=V1.title, patches=3, version=3, same_changes_as=V1, revised=(2,)))
+    v3[0] = v3[0].replace(b"[PATCH v3 0/3]", said.encode(), 1)
+    assert header(v3[0], "Subject") == f"{said} {V1.title}"
+    store(db, v1 + v2 + v3, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True),
+        (2, msgs_id(v2[0]), ids(v2[1:]), True),
+        (3, msgs_id(v3[0]), ids(v3[1:]), True),
+    ]
+    assert s["title"] == V1.title
+
+
 def test_one_patch_from_the_authors_other_address(db, make, ingest_settings):
     v1 = make(V1)
     # Patch 2 was sent from the author's work account: same name, another address.
