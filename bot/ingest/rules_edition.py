@@ -53,7 +53,9 @@ from bot.db.models import RulesEdition
 #    holding an earlier run's files) is the copy the cover letter's shortlog lists, not the
 #    later one (`bot.series.grouping`, rule 9; linux-api, linux-arch); a cover letter that says
 #    another version than the patches one `git send-email` run sent with it is theirs, at their
-#    version (`[PATCH v2 00/16]` over `[PATCH v3 01/16]`..: rule 10).
+#    version (`[PATCH v2 00/16]` over `[PATCH v3 01/16]`..: rule 10); `[PATCH]`es without
+#    numbers sent with a cover letter are its patches, numbered as its shortlog lists them
+#    (rule 11).
 RULES_EDITION = 9
 
 _table = RulesEdition.__table__

@@ -25,11 +25,11 @@ from sqlalchemy.orm import Session
 from bot.db.models import Message, Patch, Series, SeriesVersion, utcnow
 from bot.db.value_lists import in_param
 from bot.series import membership, records
+from bot.series.cover_shortlogs import group_thread
 from bot.series.grouping import Posting
 from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
-from bot.series.sent_twice import group_thread
 from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
 from bot.series.trailers import attribute_trailers
 

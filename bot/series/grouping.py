@@ -54,13 +54,20 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    different patches and the cover letter's shortlog lists one of them at that number (or,
    when several authors wrote the series, lists one and not the other): `git send-email` run
    on a folder that still holds an earlier run's files of the same size sends both, and the
-   cover letter is the run's own (`bot.series.sent_twice` reads it).
+   cover letter is the run's own (`bot.series.cover_shortlogs` reads it).
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
    over `[PATCH v3 01/16]`.., `[PATCH 0/2]` or `[PATCH v13b 00/18]` over `[PATCH v2 1/2]`..).
    A later version sent days after in reply to an old cover letter stays a posting of its
    own (rule 1).
+11. `[PATCH]`es without a number, two or more, sent with a cover letter (replies of its
+   author, within minutes of it) whose shortlog lists them are its patches, numbered at their
+   places there (several authors' blocks go by name: then by the order they were sent in,
+   when that keeps each block's order): the author lost the numbers (`[PATCH v3] mm/memfd:
+   ...` over six `[PATCH v3]`es of two authors, or `[PATCH 0/3]` over `1/3` and two
+   `[PATCH]`es). A `[PATCH]` it does not list (a patch to xfstests or the man pages sent beside
+   the series) stays a posting of its own (rule 4).
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -74,7 +81,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
@@ -103,8 +110,9 @@ class Posting:
     # the subject's other tags, as the cover letter (else patch 1) was read: a point release's
     # `v2.99` there even when only the patches wrote it (rule 7)
     prefixes: tuple[str, ...] = ()
-    # a number sent as two different patches, and a cover letter whose shortlog, which would
-    # tell which is meant (rule 9), was not read: `bot.series.sent_twice` reads it
+    # its cover letter's shortlog, which would tell which of two patches sent under one number
+    # is meant (rule 9) or number patches sent without (rule 11), was not read:
+    # `bot.series.cover_shortlogs` reads it
     needs_shortlog: bool = False
 
     @property
@@ -155,6 +163,8 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
     misnumbered = _misnumbered(by_id)
     said = {msgid: by_id[msgid] for msgid in misnumbered}
     by_id.update(misnumbered)
+    unnumbered, unread = _unnumbered(by_id)  # rule 11
+    by_id.update(unnumbered)
     parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
     chains = _chains(parts, by_id)
     # Each chain: cover letters and root patches name their own posting (rule 2).
@@ -211,6 +221,10 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
                                  f"v{posting.version}: read as v{posting.version}")
+        posting.needs_shortlog |= posting.cover in unread
+        posting.notes += [f"patch {i}/{posting.expected} was sent without a number; numbered as "
+                          f"the cover letter lists it: {msgid}"
+                          for i, msgid in sorted(posting.patches.items()) if msgid in unnumbered]
     return sorted(postings, key=lambda p: (p.date is None, p.date, p.anchor))
 
 
@@ -285,6 +299,61 @@ def _misnumbered(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
                 and all(_one_send(cover, p) for p in patches)):
             found[msgid] = _at_release(cover, patches[0])
     return found
+
+
+def _unnumbered(by_id: dict[str, ThreadMessage]) -> tuple[dict[str, ThreadMessage], set[str]]:
+    """The `[PATCH]`es without a number that a cover letter's shortlog lists (rule 11), each
+    numbered at its place there: msgid -> the patch as read; and the letters over two or more
+    such patches whose shortlogs were not read (`bot.series.cover_shortlogs` reads them)."""
+    sent_with: dict[str, list[ThreadMessage]] = {}
+    for msg in by_id.values():
+        cover = by_id.get(msg.hook) if msg.hook else None
+        if (msg.kind == "patch" and msg.total == 1 and cover is not None
+                and cover.kind == "cover" and (cover.counter != 0 or cover.total > 1)
+                and same_author(msg, cover) and _one_send(cover, msg)
+                and (msg.release == cover.release or not msg.version_explicit)):
+            sent_with.setdefault(cover.msgid, []).append(msg)
+    numbered: dict[str, ThreadMessage] = {}
+    unread: set[str] = set()
+    for msgid, patches in sent_with.items():
+        cover = by_id[msgid]
+        if len(patches) < 2:
+            continue  # one: a fix-up, or the diffstat letter's one patch (rule 4)
+        if not cover.shortlog:
+            unread.add(msgid)
+            continue
+        size = sum(len(block) for block in cover.shortlog)
+        if cover.counter == 0 and cover.total != size:
+            continue
+        for patch, place in _places(patches, cover.shortlog):
+            numbered[patch.msgid] = dataclasses.replace(patch, counter=place, total=size)
+    return numbered, unread
+
+
+def _places(patches: list[ThreadMessage], shortlog: tuple[tuple[str, ...], ...]
+            ) -> list[tuple[ThreadMessage, int]]:
+    """The numbers a shortlog gives unnumbered patches: their places, when one author wrote
+    them all; else, the blocks going by author name, their order of sending, when they are all
+    the patches it lists, sent in the order each author's block gives."""
+    if len(shortlog) == 1:
+        places = ((p, _place(p, shortlog[0])) for p in patches)
+        return [(p, i + 1) for p, i in places if i >= 0]
+    sent = sorted(patches, key=_by_date)
+    listed = [t for block in shortlog for t in block]
+    found = [_place(p, listed) for p in sent]
+    if len(sent) != len(listed) or sorted(found) != list(range(len(listed))):
+        return []
+    starts = [sum(len(b) for b in shortlog[:k]) for k in range(len(shortlog))]
+    for start, block in zip(starts, shortlog, strict=True):
+        order = [found.index(i) for i in range(start, start + len(block))]
+        if order != sorted(order):
+            return []
+    return [(p, i) for i, p in enumerate(sent, 1)]
+
+
+def _place(patch: ThreadMessage, titles: Sequence[str]) -> int:
+    """Where `titles` lists the patch's title (0-based), or -1."""
+    return next((i for i, t in enumerate(titles) if same_title(patch.title, t)), -1)
 
 
 def _one_send(cover: ThreadMessage, patch: ThreadMessage) -> bool:

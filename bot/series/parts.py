@@ -41,8 +41,8 @@ class ThreadMessage:
     rfc: bool = False
     prefixes: tuple[str, ...] = ()  # subject tags besides PATCH, vN, N/M, RFC, RESEND
     has_diff: bool = True  # a `[PATCH 2/5]` without one takes no place in its posting
-    # a cover letter's titles by author (`bot.mail.shortlog`), read only where its author sent
-    # a number twice (`bot.series.sent_twice`)
+    # a cover letter's titles by author (`bot.mail.shortlog`), read only where grouping asks
+    # (`bot.series.cover_shortlogs`)
     shortlog: tuple[tuple[str, ...], ...] = ()
 
     @property

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from bot.db.models import Message, Patch, Series, SeriesVersion, Trailer, pack_mail
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
-from bot.series import grouping, sent_twice
+from bot.series import cover_shortlogs, grouping
 from bot.series.assemble import update_series
 from bot.series.parts import thread_message
 from tests.cli import Lorelab
@@ -53,7 +53,7 @@ def answered(db, tree, ingest_settings) -> dict[str, bytes]:
 
 def _every_patch_with_a_diff(older: pytest.MonkeyPatch) -> None:
     """Assembly as before rules edition 6: a patch without a diff still took its number."""
-    older.setattr(sent_twice, "thread_message",
+    older.setattr(cover_shortlogs, "thread_message",
                   lambda row: dataclasses.replace(thread_message(row), has_diff=True))
 
 

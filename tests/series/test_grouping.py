@@ -437,3 +437,43 @@ def test_a_later_version_under_an_old_cover_letter_stays_apart():
     mixed = [cover("e0", 2), msg("e1", "e0", counter=1, total=2, version=3, explicit=True),
              msg("e2", "e0", counter=2, total=2, version=2, explicit=True)]
     assert [p.cover for p in group_postings(mixed)] == ["e0", None, None]
+
+
+def unnumbered(msgid: str, title: str, **kw) -> ThreadMessage:
+    """A `[PATCH]` sent in reply to the cover letter `c0`."""
+    return titled(msg(msgid, "c0", **kw), title)
+
+
+def test_patches_sent_without_numbers_take_the_places_the_shortlog_gives():
+    """`[PATCH 0/3]` over `1/3` and two `[PATCH]`es (memcg, writeback on cgroups): the letter's
+    shortlog numbers them; a `[PATCH]` to xfstests sent beside stays a posting of its own; the
+    letter's shortlog is asked for while unread."""
+    head = cover("c0", 3)
+    thread = [head, titled(msg("p1", "c0", counter=1, total=3), "one"),
+              unnumbered("p3", "three"), unnumbered("p2", "two"), unnumbered("x", "fstests")]
+    (posting, *rest) = group_postings(thread)
+    assert posting.members == ["c0", "p1"] and posting.needs_shortlog
+    thread[0] = dataclasses.replace(head, shortlog=(("one", "two", "three"),))
+    (posting, extra) = group_postings(thread)
+    assert (posting.cover, posting.patches, posting.complete) == (
+        "c0", {1: "p1", 2: "p2", 3: "p3"}, True)
+    assert posting.notes == [
+        "patch 2/3 was sent without a number; numbered as the cover letter lists it: p2",
+        "patch 3/3 was sent without a number; numbered as the cover letter lists it: p3",
+    ]
+    assert (extra.cover, extra.members) == (None, ["x"])
+
+
+def test_unnumbered_patches_of_several_authors_go_in_the_order_sent():
+    """`[PATCH v3] mm/memfd: ...` (a letter numbering none, with its diffstat) over six `[PATCH
+    v3]`es, two by Daniel Verkamp, four by Jeff Xu (linux-kselftest): the shortlog's blocks go
+    by author, so the order they were sent in numbers them, when it keeps each block's."""
+    letter = dataclasses.replace(msg("c0", version=3, explicit=True), kind="cover",
+                                 shortlog=(("d1", "d2"), ("j1", "j2", "j3")))
+    order = ["d1", "j1", "d2", "j2", "j3"]
+    patches = [unnumbered(t, t, version=3, explicit=True) for t in order]
+    (posting,) = group_postings([letter, *patches])
+    assert posting.patches == dict(enumerate(order, start=1)) and posting.expected == 5
+    # sent against a block's order (j2 before j1), the order tells nothing: postings of their own
+    swapped = [unnumbered(t, t, version=3, explicit=True) for t in ["d1", "j2", "d2", "j1", "j3"]]
+    assert [p.cover for p in group_postings([letter, *swapped])] == ["c0"] + [None] * 5

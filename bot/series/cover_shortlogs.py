@@ -1,17 +1,20 @@
-"""Threads where an author sent one patch number twice in one go, and the cover letters that
-say which of the two they meant.
+"""A thread's postings grouped with its cover letters' shortlogs read, where the rows alone
+cannot tell what the author sent.
 
-`git send-email dir/*.patch` on a folder that still holds an earlier run's files sends both:
-Mike Rapoport's "secretmem: optimize page_is_secretmem()" v2 (linux-api, linux-arch) came as
-1/2 and 2/2 of the new order and 1/2 and 2/2 of an old one, all four in reply to the cover
-letter; Krzysztof Kozlowski's "iomap: Constify ioreadX()" as 02 alpha, 02 sh, 03 alpha, 03 sh.
-Taking the later copy of each number mixed the two runs (patch 1 of one, patch 2 of the
-other; sh twice and alpha never), and a test of that would report a series that does not
-apply. The cover letter is the run's own: its shortlog (`bot.mail.shortlog`) names the
-patches sent, and grouping takes the copy it lists (`bot.series.grouping`, rule 9).
+A cover letter is its `git send-email` run's own, and its shortlog (`bot.mail.shortlog`) names
+the patches that run sent. Grouping (`bot.series.grouping`) asks for it in two cases:
 
-Grouping reads rows, not bodies: only a thread where a posting holds a number sent as two
-different patches is grouped again, its cover letters' shortlogs read.
+- rule 9, a number sent twice as two different patches: `git send-email dir/*.patch` on a
+  folder that still holds an earlier run's files sends both. Mike Rapoport's "secretmem:
+  optimize page_is_secretmem()" v2 (linux-api, linux-arch) came as 1/2 and 2/2 of the new
+  order and of an old one; Krzysztof Kozlowski's "iomap: Constify ioreadX()" as 02 alpha, 02
+  sh, 03 alpha, 03 sh. Taking the later copy of each number mixed the two runs (sh twice and
+  alpha never), and a test of that would report a series that does not apply;
+- rule 11, `[PATCH]`es without numbers sent with a cover letter: the ones it lists are its
+  patches, at the places it gives them.
+
+Grouping reads rows, not bodies: only a thread where one of these happens is grouped a
+second time, with its cover letters' bodies read.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ _RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
 
 def group_thread(conn: sa.Connection, parts: list[Any]) -> list[Posting]:
     """The postings of one thread's rows `parts` (`bot.series.grouping`), the cover letters'
-    shortlogs read where a number was sent twice."""
+    shortlogs read where grouping asks for them."""
     messages = [thread_message(r._mapping) for r in parts]
     postings = group_postings(messages)
     letters = {p.cover for p in postings if p.needs_shortlog}
