@@ -223,6 +223,33 @@ def test_a_cover_letter_misnumbered_in_the_send_is_its_patches_cover_letter(
     assert s["title"] == V1.title
 
 
+@pytest.mark.parametrize(("letter", "numbered"), [("[PATCH v3 0/3]", 1), ("[PATCH v3]", 0)])
+def test_patches_sent_without_numbers_are_numbered_as_their_cover_letter_lists_them(
+    db, make, ingest_settings, letter, numbered
+):
+    """The author lost the numbers of some patches (memcg, writeback on cgroups: `[PATCH 0/3]`
+    over `1/3` and two `[PATCH]`es), or of all and the cover letter's too (`[PATCH v3]
+    mm/memfd: ...` over six `[PATCH v3]`es, linux-kselftest): one version, numbered as the
+    cover letter's shortlog lists them, not a version per patch. A `[PATCH]` to another project
+    sent beside them, which the letter does not list, stays a version of its own."""
+    spec = SeriesSpec(title="mm: lost numbers", patches=3, version=3)
+    sent = make(spec)
+    sent[0] = sent[0].replace(b"[PATCH v3 0/3]", letter.encode(), 1)
+    for i in range(numbered + 1, 4):
+        sent[i] = sent[i].replace(f"[PATCH v3 {i}/3]".encode(), b"[PATCH v3]", 1)
+    assert [header(m, "Subject")[:10] for m in sent[1:]] == (
+        ["[PATCH v3 "] * numbered + ["[PATCH v3]"] * (3 - numbered))
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(spec))
+    (beside,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
+                                version=3, in_reply_to=reply_to(sent)))
+    store(db, [*sent[:2], beside, *sent[:1:-1]], ingest_settings)  # 3 before 2
+    versions = [shape(v) for s in all_series(db) for v in s["versions"]]
+    assert sorted(versions, key=str) == sorted([
+        (3, None, ids([beside]), True),
+        (3, msgs_id(sent[0]), ids(sent[1:]), True),
+    ], key=str)
+
+
 def test_one_patch_from_the_authors_other_address(db, make, ingest_settings):
     v1 = make(V1)
     # Patch 2 was sent from the author's work account: same name, another address.
