@@ -58,7 +58,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
-   over `[PATCH v3 01/16]`.., `[PATCH 0/2]` or `[PATCH v13b 00/18]` over `[PATCH v2 1/2]`..).
+   over `[PATCH v3 01/16]`.., `[PATCH 0/2]` over `[PATCH v2 1/2]`.., `[PATCH v13b 00/18]`
+   over `[PATCH v13 01/18]`..).
    A later version sent days after in reply to an old cover letter stays a posting of its
    own (rule 1).
 11. `[PATCH]`es without a number, two or more, sent with a cover letter (replies of its
