@@ -270,6 +270,12 @@ class SeriesVersion(Base):
     reroll_of_id: Mapped[int | None] = mapped_column(
         ForeignKey("series_versions.id", ondelete="SET NULL"), index=True
     )
+    # Patches an earlier version sent unchanged (a RESEND; a version that changed only its
+    # changelogs): the review run that measures them for that version, so that the planner makes
+    # none of its own (bot.runs.same_patches). Indexed: deleting a run looks up who links to it.
+    measured_by_run_id: Mapped[int | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL", use_alter=True), index=True
+    )
 
     series: Mapped[Series] = relationship(back_populates="versions")
     cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])

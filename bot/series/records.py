@@ -94,10 +94,10 @@ class VersionRecord:
 
 
 # The columns a version record mirrors, by name: all but the ids, the title's key, which is
-# written from the title, and the partial reroll's link, which `bot.series.rerolls` writes once
-# the versions are.
-_VERSION_FIELDS = tuple(c.key for c in _VERSIONS.c
-                        if c.key not in ("id", "series_id", "title_key", "reroll_of_id"))
+# written from the title, the partial reroll's link, which `bot.series.rerolls` writes once the
+# versions are, and the run measuring the same patches, which the planner writes.
+_VERSION_FIELDS = tuple(c.key for c in _VERSIONS.c if c.key not in (
+    "id", "series_id", "title_key", "reroll_of_id", "measured_by_run_id"))
 VERSION_COLUMNS = (SeriesVersion.id, SeriesVersion.series_id) + tuple(
     SeriesVersion.__table__.c[k] for k in _VERSION_FIELDS
 )

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from bot.config import IngestSettings
 from bot.db.models import RulesEdition
-from bot.db.session import Database, downgrade, upgrade
+from bot.db.session import SCHEMA_HEAD, Database, downgrade, upgrade
 from bot.demo.threads import SeriesSpec, as_mbox, make_series, make_tree
 from bot.ingest.reparse import reparse
 from bot.ingest.rules_edition import RULES_EDITION
@@ -50,7 +50,7 @@ def test_an_upgraded_store_is_told_to_reparse_until_a_reparse_read_it_all(
     lorelab = Lorelab(tmp_path, db_url)
 
     upgraded = lorelab.run("db", "upgrade").stderr.decode()
-    assert "database schema at 0017" in upgraded
+    assert f"database schema at {SCHEMA_HEAD}" in upgraded
     assert "read by an older lorelab (rules edition 0" in upgraded and ADVICE in upgraded
     current = _current(lorelab)
     assert (current["rules_edition"], current["reparse_needed"]) == (0, True)
