@@ -247,6 +247,10 @@ def series_show(
         if v["reroll_of"] is not None:
             out.print(f"  a partial reroll of {v['reroll_of_label']}: the patches it did not "
                       f"send again are {v['reroll_of_label']}'s", markup=False)
+        if v["measured_by_run"] is not None:
+            same_as = v["measured_by_label"] or "another version"
+            out.print(f"  not run again: the same patches as {same_as}, which run "
+                      f"{v['measured_by_run']} measures", markup=False)
         for note in v["notes"]:
             out.print(f"  [yellow]note:[/] {escape(note)}")
         for p in v["patches"]:

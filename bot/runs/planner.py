@@ -4,12 +4,14 @@ A version is planned once: when it is complete, recent, touches a path a suite w
 (bot.runs.suites), and its series was not stopped by `#lorelab stop` (bot.runs.stops). Its tree
 is the first whose `list_branches` names one of the version's lists, else the first tree. A newer
 version of the same series supersedes the older one's unfinished runs, so the lab never spends
-hours on a version nobody will merge.
+hours on a version nobody will merge; one that sends the same patches as a version with a run
+(a RESEND, a reroll of changelogs only) gets none, and records that run (bot.runs.same_patches).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -17,10 +19,14 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
+from bot.mail.subject import version_label
 from bot.runs.lifecycle import cancel_run, create_run
+from bot.runs.same_patches import measuring_run
 from bot.runs.states import RunState
 from bot.runs.stops import series_stopped
 from bot.runs.suites import suite_for
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,7 @@ def plan_new_versions(session: Session, settings: Settings,
                                       Run.kind == "review").exists()
     candidates = session.scalars(
         sa.select(SeriesVersion).where(SeriesVersion.complete.is_(True), ~has_run,
+                                       SeriesVersion.measured_by_run_id.is_(None),
                                        sa.or_(SeriesVersion.date.is_(None),
                                               SeriesVersion.date >= horizon))
         .order_by(SeriesVersion.id)).all()
@@ -50,15 +57,23 @@ def plan_new_versions(session: Session, settings: Settings,
         suite = suite_for(settings.suites, version.touched_files)
         if suite is None or series_stopped(session, version.series_id):
             continue
+        tree = planned_tree(session, settings, version)
+        benchmarks, runner = list(suite.benchmarks), suite.lab_host or None
+        measuring = measuring_run(session, version, tree=tree, benchmarks=benchmarks,
+                                  runner=runner, since=horizon)
+        if measuring is not None:  # which goes on: the same patches do not supersede it
+            version.measured_by_run_id = measuring.id
+            log.info("series %d %s: the same patches as run %d measures; no run of its own",
+                     version.series_id, version_label(version.version, version.prefixes),
+                     measuring.id)
+            continue
         superseded = []
         for older in _older_versions(session, version):
             for run in older_runs(session, older):
                 if cancel_run(session, run, state=RunState.SUPERSEDED):
                     superseded.append(run.id)
-        run = create_run(session, version, kind="review",
-                         tree=planned_tree(session, settings, version),
-                         benchmarks=list(suite.benchmarks), runner=suite.lab_host or None,
-                         trigger="auto")
+        run = create_run(session, version, kind="review", tree=tree, benchmarks=benchmarks,
+                         runner=runner, trigger="auto")
         planned.append(Planned(run.id, version.id, suite.name, tuple(superseded)))
     return planned
 

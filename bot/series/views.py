@@ -11,6 +11,7 @@ of each stage of that run (`stages`).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -108,7 +109,10 @@ def _release_order(version: SeriesVersion) -> tuple[int, int, dt.datetime, int]:
             version.date or _NO_DATE, version.id)
 
 
-def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str, Any]:
+def version_dict(version: SeriesVersion, with_patches: bool = True,
+                 run_labels: Mapping[int, str] | None = None) -> dict[str, Any]:
+    """One version in the shape of `series show --json`'s; `run_labels` gives the label of
+    the version each run was made for (`measured_by_label`)."""
     # A partial reroll's patches are its own and, for the numbers it did not send again, those
     # of the version it rerolls (what a test applies); any other version's are its own.
     applied = version.applied_patches
@@ -126,6 +130,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True) -> dict[str,
         "reroll_of": version.reroll_of.version if version.reroll_of is not None else None,
         "reroll_of_label": (version_label(version.reroll_of.version, version.reroll_of.prefixes)
                             if version.reroll_of is not None else None),
+        # The same patches as another version's: the run measuring them (bot.runs.same_patches).
+        "measured_by_run": version.measured_by_run_id,
+        "measured_by_label": (run_labels or {}).get(version.measured_by_run_id or 0),
         "cover_message_id": version.cover.msgid if version.cover else None,
         "anchor_message_id": version.anchor_msgid,
         "base_commit": version.base_commit,
@@ -188,6 +195,7 @@ def series_views(
     lists = lists_by_series(session, series_ids)
     series_of = {v.id: s.id for s in found.values() for v in s.versions}
     runs = latest_runs(session, series_of)
+    run_labels = _measuring_labels(session, [v for s in found.values() for v in s.versions])
     replies = latest_replies(session, list(series_of))
     out = []
     for series_id in series_ids:
@@ -206,7 +214,7 @@ def series_views(
             "lists": lists.get(series.id, []),
             "latest_version": max((v.version for v in series.versions), default=None),
             "updated": _iso(series.last_mail_at or series.updated_at),
-            "versions": [version_dict(v, with_patches) for v in versions],
+            "versions": [version_dict(v, with_patches, run_labels) for v in versions],
             # The status page's columns, flat.
             "author_name": series.author_name,
             "author_email": series.author_email,
@@ -222,6 +230,18 @@ def series_views(
             "url": f"{site_url}/series/{series.id}",
         })
     return out
+
+
+def _measuring_labels(session: Session, versions: list[SeriesVersion]) -> dict[int, str]:
+    """The label of the version each run measuring another's patches was made for, by run id
+    (a statement only when a version has such a run; that version is of the same series)."""
+    wanted = {v.measured_by_run_id for v in versions if v.measured_by_run_id is not None}
+    if not wanted:
+        return {}
+    labels = {v.id: version_label(v.version, v.prefixes) for v in versions}
+    return {run_id: labels[version_id] for run_id, version_id in session.execute(
+        sa.select(Run.id, Run.series_version_id).where(Run.id.in_(wanted)))
+        if version_id in labels}
 
 
 def latest_runs(session: Session, series_of: dict[int, int]) -> dict[int, Run]:
