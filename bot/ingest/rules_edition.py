@@ -56,7 +56,10 @@ from bot.db.models import RulesEdition
 #    version (`[PATCH v2 00/16]` over `[PATCH v3 01/16]`..: rule 10); `[PATCH]`es without
 #    numbers sent with a cover letter are its patches, numbered as its shortlog lists them
 #    (rule 11).
-RULES_EDITION = 9
+# 10: the same patch sent twice by one `git send-email` run (its files named twice) is the
+#    first copy, which the reviews answer, not the later one (`bot.series.grouping`, rule 9;
+#    kasan-dev, linux-ext4, cgroups).
+RULES_EDITION = 10
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -38,7 +38,7 @@ _POSTING_COLUMNS = (
     Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
     Message.title, Message.prefixes, Message.base_commit, Message.change_id,
-    Message.claimed_msgid, HAS_DIFF,
+    Message.claimed_msgid, Message.patch_fingerprint, HAS_DIFF,
 )  # fmt: skip
 
 

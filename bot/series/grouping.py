@@ -54,7 +54,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    different patches and the cover letter's shortlog lists one of them at that number (or,
    when several authors wrote the series, lists one and not the other): `git send-email` run
    on a folder that still holds an earlier run's files of the same size sends both, and the
-   cover letter is the run's own (`bot.series.cover_shortlogs` reads it).
+   cover letter is the run's own (`bot.series.cover_shortlogs` reads it). The same patch
+   (title and diff) sent twice by one `git send-email` run (its files named twice) is the
+   first copy: nothing was corrected, and the reviews answer the copy that came first.
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
@@ -505,10 +507,18 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
 def _meant(copies: list[ThreadMessage], cover: ThreadMessage | None,
            posting: Posting) -> ThreadMessage:
     """Of the patches sent under one number (in date order), the one the author meant (rule
-    9): the one the cover letter's shortlog lists there, else the later one (a correction)."""
+    9): the one the cover letter's shortlog lists there, else the later one (a correction);
+    the first of copies of one patch sent by one run."""
     chosen = copies[-1]
     if len(copies) == 1:
         return chosen
+    first = copies[0]
+    if first.fingerprint is not None and all(
+            m.fingerprint == first.fingerprint and m.title == first.title
+            and _one_send(first, m) for m in copies):
+        posting.notes.append(f"patch {first.counter}/{first.total} was sent twice, the same "
+                             f"patch; using {first.msgid}, the first copy")
+        return first
     listed = _listed_at(cover.shortlog, chosen) if cover is not None else ()
     named = [m for m in copies if any(same_title(m.title, t) for t in listed)]
     if named and len(named) < len(copies):

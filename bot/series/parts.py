@@ -41,6 +41,7 @@ class ThreadMessage:
     rfc: bool = False
     prefixes: tuple[str, ...] = ()  # subject tags besides PATCH, vN, N/M, RFC, RESEND
     has_diff: bool = True  # a `[PATCH 2/5]` without one takes no place in its posting
+    fingerprint: str | None = None  # of its diff (`Message.patch_fingerprint`)
     # a cover letter's titles by author (`bot.mail.shortlog`), read only where grouping asks
     # (`bot.series.cover_shortlogs`)
     shortlog: tuple[tuple[str, ...], ...] = ()
@@ -108,4 +109,5 @@ def thread_message(row: Mapping[str, Any]) -> ThreadMessage:
         rfc=row["rfc"],
         prefixes=tuple(row["prefixes"] or ()),
         has_diff=bool(row["has_diff"]),
+        fingerprint=row["patch_fingerprint"],
     )

@@ -207,7 +207,7 @@ _PART_COLUMNS = (
     Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
     Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
-    Message.title, Message.prefixes, HAS_DIFF,
+    Message.title, Message.prefixes, Message.patch_fingerprint, HAS_DIFF,
 )  # fmt: skip
 _STORED_PARTS = sa.select(*_PART_COLUMNS).where(
     Message.date.between(sa.bindparam("start"), sa.bindparam("end")),

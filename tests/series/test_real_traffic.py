@@ -200,6 +200,46 @@ def test_a_number_sent_twice_is_the_patch_the_cover_letter_lists(db, make, inges
         ("1", first.subject), ("2", second.subject)]
 
 
+def test_a_posting_sent_twice_by_one_run_is_its_first_copy_which_the_reviews_answer(
+    db, make, ingest_settings
+):
+    """`git send-email` given the files twice (kasan-dev: "followups to debug_pagealloc
+    improvements through page_owner"; linux-ext4, cgroups): cover letter and patches, then all
+    of them again, each in reply to the first message. The review answers the first copy of
+    1/3; before, the version took the later copies and the review's Acked-by was lost."""
+    files = make(V1)
+    sent = send_email(files + files, start=dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC))
+    review = make_reply(sent[1], author=("Rita Reviewer", "rita@example.org"),
+                        body="Looks right.\n\nAcked-by: Rita Reviewer <rita@example.org>")
+    store(db, [*sent, review], ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:4]), True)
+    assert version["notes"] == [f"patch {i}/3 was sent twice, the same patch; using "
+                                f"{msgs_id(sent[i])}, the first copy" for i in (1, 2, 3)]
+    given = version["patches"][0]["trailers"]
+    assert [(t["name"], t["value"], t["origin"]) for t in given if t["origin"] != "own"] == [
+        ("Acked-by", "Rita Reviewer <rita@example.org>", "reply")]
+
+
+def test_a_patch_sent_again_later_in_the_thread_is_still_the_correction(
+    db, make, ingest_settings
+):
+    """The same patch under its number an hour later, its changelog corrected (the diff as
+    before): the later copy, as rule 9 always took it; only one run's copies are duplicates."""
+    files = make(V1)
+    sent = send_email(files, start=dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC))
+    fixed = files[2].replace(b"\nSigned-off-by:", b"\nA clearer changelog.\n\nSigned-off-by:", 1)
+    assert fixed != files[2]
+    for name, value in (("In-Reply-To", reply_to(sent)), ("References", reply_to(sent)),
+                        ("Message-ID", "<fixed-2@example.org>"),
+                        ("Date", "Sun, 14 Dec 2026 10:00:00 +0000")):
+        fixed = with_header(fixed, name, value)
+    store(db, [*sent, fixed], ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (1, msgs_id(sent[0]), [msgs_id(sent[1]), "fixed-2@example.org",
+                                                    msgs_id(sent[3])], True)
+
+
 @pytest.mark.parametrize("said", ["[PATCH v2 0/3]", "[PATCH 0/3]"])
 def test_a_cover_letter_misnumbered_in_the_send_is_its_patches_cover_letter(
     db, make, ingest_settings, said
