@@ -40,9 +40,8 @@ def fingerprints(version: SeriesVersion) -> tuple[str, ...] | None:
 def measuring_run(session: Session, version: SeriesVersion, *, tree: str,
                   benchmarks: Sequence[str], runner: str | None,
                   since: dt.datetime) -> Run | None:
-    """The newest run, made since `since`, of another version of `version`'s series (sent
-    before it, or only stored before it) that measures the same patches as a review run the
-    planner would make for it now; or None."""
+    """The newest run, made since `since`, of another version of `version`'s series that
+    measures the same patches as a review run the planner would make for it now; or None."""
     prints = fingerprints(version)
     if prints is None:
         return None
