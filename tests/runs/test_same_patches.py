@@ -15,6 +15,8 @@ import pytest
 import requests
 import sqlalchemy as sa
 
+from bot.commands.actions import act
+from bot.commands.language import parse_commands
 from bot.config import Settings
 from bot.config.sections import PlanSettings, TreeSettings
 from bot.db.models import Run, SeriesVersion
@@ -108,10 +110,19 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
         f"Runs of v2 Not run again: the same patches as v1, which run #{first.run_id} measures.")
     assert f'href="/runs/{first.run_id}"' in runs_part
 
+    # a maintainer who wants the resend measured anyway asks, and gets a run of its own
+    with db.session() as session:
+        resent = session.scalars(sa.select(SeriesVersion).where(SeriesVersion.resend)).one()
+        (command,) = parse_commands("#lorelab test")
+        asked = act(session, settings, resent, command, "maint@example.org",
+                    dt.datetime.now(dt.UTC))
+        assert asked.outcome == "queued" and session.get(Run, asked.run_id).series_version_id \
+            == resent.id != first.series_version_id
+
     # v3 changes a patch: measured, and v1's unfinished run is superseded for it
     store(db, make_series(tree, _sent(V1, 9, version=3, revised=(2,))), ingest_settings)
     (third,) = _plan(db, settings)
-    assert third.superseded == (first.run_id,)
+    assert sorted(third.superseded) == sorted((first.run_id, asked.run_id))
 
 
 def test_the_same_patches_are_measured_anew_where_that_run_would_not_do(
