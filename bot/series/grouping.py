@@ -71,6 +71,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    ...` over six `[PATCH v3]`es of two authors, or `[PATCH 0/3]` over `1/3` and two
    `[PATCH]`es). A `[PATCH]` it does not list (a patch to xfstests or the man pages sent beside
    the series) stays a posting of its own (rule 4).
+12. Every patch of a posting sent again by a later `git send-email` run, in reply to its cover
+   letter (days or months later: the author kept the cover letter's Message-ID, sent them
+   with `--in-reply-to` to it, or turned an RFC into a `[PATCH]`), is a posting of its own,
+   named by its first patch, not a correction of each patch, which would make a version tested
+   before hold patches it was not tested with. Fewer patches sent later stay corrections
+   (rule 9: `[PATCH v5 3/6 REPLACE]`).
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -218,8 +224,13 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
+    again = _sent_again(groups)  # rule 12
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
+        if (letter := again.get(posting.anchor)) is not None:
+            posting.notes.append(f"all its patches were sent again, in reply to the cover "
+                                 f"letter {letter.msgid} of an earlier posting: a posting of "
+                                 "its own")
         if (letter := said.get(posting.cover or "")) is not None:
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
@@ -460,6 +471,32 @@ def _join_additions(
         groups[target] = sorted(groups[target] + group, key=_by_date)
         del groups[anchor]
         member_of.update((m.msgid, target) for m in group)
+
+
+def _sent_again(groups: dict[str, list[ThreadMessage]]) -> dict[str, ThreadMessage]:
+    """Rule 12: each later `git send-email` run of every patch of a posting, in reply to its
+    cover letter, is a posting of its own, named by its first patch: the cover letters of the
+    groups it was taken from, by the new groups' names."""
+    taken: dict[str, ThreadMessage] = {}
+    for anchor, group in list(groups.items()):
+        cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
+        if cover is None:
+            continue
+        numbers = set(range(1, cover.total + 1))
+        runs: list[list[ThreadMessage]] = []  # patches each sent within minutes of the last
+        for msg in sorted((m for m in group if m.kind == "patch"), key=_by_date):
+            if runs and _one_send(runs[-1][-1], msg):
+                runs[-1].append(msg)
+            else:
+                runs.append([msg])
+        whole = [run for run in runs if numbers <= {m.counter for m in run}]
+        for run in whole[1:]:
+            if _one_send(cover, run[0]):  # the same run again: rule 9 takes its first copies
+                continue
+            groups[anchor] = [m for m in groups[anchor] if m not in run]
+            groups[run[0].msgid] = run
+            taken[run[0].msgid] = cover
+    return taken
 
 
 def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:

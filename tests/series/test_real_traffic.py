@@ -221,6 +221,26 @@ def test_a_posting_sent_twice_by_one_run_is_its_first_copy_which_the_reviews_ans
         ("Acked-by", "Rita Reviewer <rita@example.org>", "reply")]
 
 
+def test_every_patch_sent_again_later_under_the_cover_letter_is_a_posting_of_its_own(
+    db, make, ingest_settings
+):
+    """The whole series sent again months later in reply to its old cover letter (Jan Kara's
+    bfq fixes and "block: Make blkdev_get_by_*() return handle" on linux-block: his cover
+    letters keep their Message-ID from one version to the next). Before, each later patch
+    took its number's place as a correction, and the version (tested already, in a live bot)
+    held patches it was not tested with; the later set was never tested."""
+    first = send_email(make(V1), start=dt.datetime(2026, 6, 5, 14, 0, tzinfo=dt.UTC))
+    later = send_email(make(V1)[1:], start=dt.datetime(2027, 1, 13, 10, 0, tzinfo=dt.UTC))
+    later = [with_header(with_header(m, "In-Reply-To", reply_to(first)), "References",
+                         reply_to(first)) for m in later]
+    store(db, first + later, ingest_settings)
+    shown = only_series(db)["versions"]
+    assert [shape(v) for v in shown] == [(1, msgs_id(first[0]), ids(first[1:]), True),
+                                         (1, None, ids(later), True)]
+    assert shown[1]["notes"] == [f"all its patches were sent again, in reply to the cover letter "
+                                 f"{msgs_id(first[0])} of an earlier posting: a posting of its own"]
+
+
 def test_a_patch_sent_again_later_in_the_thread_is_still_the_correction(
     db, make, ingest_settings
 ):
