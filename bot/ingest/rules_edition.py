@@ -59,7 +59,12 @@ from bot.db.models import RulesEdition
 # 10: the same patch sent twice by one `git send-email` run (its files named twice) is the
 #    first copy, which the reviews answer, not the later one (`bot.series.grouping`, rule 9;
 #    kasan-dev, linux-ext4, cgroups).
-RULES_EDITION = 10
+# 11: every patch of a posting sent again later in reply to its cover letter is a posting of
+#    its own, not a correction of each (`bot.series.grouping`, rule 12; linux-block, kasan-dev);
+#    a Message-ID that several mails carry, each the same part sent again (one number and size;
+#    for a patch one diff), leaves its version complete, the first stored copy taken: a series
+#    sent a second time under its Message-IDs is tested (`bot.series.shared_ids`; linux-block).
+RULES_EDITION = 11
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

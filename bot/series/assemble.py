@@ -30,7 +30,14 @@ from bot.series.grouping import Posting
 from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
-from bot.series.shared_ids import ambiguous, note_postings, settle, shared_ids, unresolved
+from bot.series.shared_ids import (
+    alike_copies,
+    ambiguous,
+    note_postings,
+    settle,
+    shared_ids,
+    unresolved,
+)
 from bot.series.trailers import attribute_trailers
 
 _POSTING_COLUMNS = (
@@ -220,11 +227,12 @@ def update_series(
     rows: dict[str, Any] = {}
     by_thread = _posting_parts(conn, posting_threads)
     shared = shared_ids(conn, by_thread)
+    alike = alike_copies(conn, shared)
     # copies of a shared Message-ID that no posting takes, patches without a diff, and patches
     # that are no longer: out of the versions that hold them
     not_taken: list[int] = list(no_longer_parts)
     for thread_id, parts in by_thread.items():
-        parts, notes, dropped = settle(parts, shared) if shared else (parts, {}, [])
+        parts, notes, dropped = settle(parts, shared, alike) if shared else (parts, {}, [])
         not_taken += dropped
         rows.update((r.msgid, r) for r in parts)
         postings = group_thread(conn, parts)

@@ -5,10 +5,13 @@ grouped, each id of a thread's cover letters and patches that more than one mail
 settled here: the copy whose headers match the rest of its posting (the other parts of the same
 version and size, whose ids nobody shares) is taken when exactly one fits best: same sender as
 they, replying to the same parent, dated nearest to them. When nothing tells the copies apart
-(or there is no rest of the posting to compare with), the id stays *unresolved*: the version is
-flagged ambiguous and counted incomplete, so the planner, `lorelab apply|build|review` and
-`#lorelab test` all refuse it until a new posting replaces it. Either way the version's notes
-say which id is shared and what was done.
+(or there is no rest of the posting to compare with) but they are one part sent again (patches
+with one diff fingerprint, or cover letters of one size, under one number: a series sent a
+second time with the same Message-IDs, to more people or a day later), which copy stands for
+the id changes no code a test applies: the first stored is taken. Otherwise the id stays
+*unresolved*: the version is flagged ambiguous and counted incomplete, so the planner,
+`lorelab apply|build|review` and `#lorelab test` all refuse it until a new posting replaces it.
+Either way the version's notes say which id is shared and what was done.
 """
 
 from __future__ import annotations
@@ -44,10 +47,17 @@ _CLAIMED = sa.select(Message.claimed_msgid).where(in_param(Message.claimed_msgid
 _CLAIMED_INDEX = next(
     i.name for i in Message.__table__.indexes if [c.key for c in i.columns] == ["claimed_msgid"]
 )
-_CLAIMED_SQLITE = sa.text(
-    f"SELECT claimed_msgid FROM messages INDEXED BY {_CLAIMED_INDEX} "
-    "WHERE claimed_msgid IN (SELECT value FROM json_each(:ids))"
-).bindparams(list_param(Message.claimed_msgid, "ids"))
+
+
+def _claiming_sqlite(columns: str) -> sa.TextClause:
+    """These columns of the messages claiming the ids `:ids`, through the claims' index."""
+    return sa.text(
+        f"SELECT {columns} FROM messages INDEXED BY {_CLAIMED_INDEX} "
+        "WHERE claimed_msgid IN (SELECT value FROM json_each(:ids))"
+    ).bindparams(list_param(Message.claimed_msgid, "ids"))
+
+
+_CLAIMED_SQLITE = _claiming_sqlite("claimed_msgid")
 
 
 def shared_ids(conn: sa.Connection, by_thread: Mapping[int, list[Any]]) -> set[str]:
@@ -73,10 +83,12 @@ class _Claimed:
         return getattr(self._row, name)
 
 
-def settle(parts: list[Any], shared: set[str]) -> tuple[list[Any], dict[str, str], list[int]]:
+def settle(parts: list[Any], shared: set[str], alike: Mapping[str, int]
+           ) -> tuple[list[Any], dict[str, str], list[int]]:
     """One row per Message-ID of a thread's parts; a note for each shared id (by the id the
     posting will know the part by); the message ids of the copies not taken, which must not
-    stay a patch of any version."""
+    stay a patch of any version. `alike`: the shared ids whose copies are one part sent again,
+    with how many there are (`alike_copies`)."""
     by_id: dict[str, list[Any]] = defaultdict(list)
     for row in parts:
         by_id[row.claimed_msgid or row.msgid].append(row)
@@ -103,6 +115,11 @@ def settle(parts: list[Any], shared: set[str]) -> tuple[list[Any], dict[str, str
                 f"{NOTE}, settled: <{msgid}> is carried by different mails; took the one from "
                 f"{best.from_email} dated {best.date}, whose sender, parent and date match the "
                 "rest of the series")
+        elif msgid in alike:
+            what = "patch (one diff)" if chosen.kind == "patch" else "cover letter"
+            notes[chosen.msgid] = (
+                f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid]} mails that send the "
+                f"same {what}; took the first stored, dated {chosen.date}")
         else:
             notes[chosen.msgid] = (
                 f"{NOTE}, {UNRESOLVED}: <{msgid}> is carried by different mails and nothing "
@@ -115,6 +132,37 @@ def note_postings(postings: Iterable[Posting], notes: dict[str, str]) -> None:
     if notes:
         for posting in postings:
             posting.notes += [notes[m] for m in posting.members if m in notes]
+
+
+# The mails carrying shared ids, each through its index: the first stored, under the id, and the
+# copies claiming it (on SQLite told to take the index, as `_CLAIMED_SQLITE` says why).
+_COPY_COLUMNS = (sa.func.coalesce(Message.claimed_msgid, Message.msgid).label("msgid"),
+                 Message.kind, Message.counter, Message.total, Message.patch_fingerprint)
+_FIRST_COPIES = sa.select(*_COPY_COLUMNS).where(in_param(Message.msgid, "ids"))
+_CLAIMING = sa.select(*_COPY_COLUMNS).where(in_param(Message.claimed_msgid, "ids"))
+_CLAIMING_SQLITE = _claiming_sqlite(
+    "claimed_msgid AS msgid, kind, counter, total, patch_fingerprint")
+
+
+def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
+    """Of the shared ids, those whose mails (in any thread) are one part sent again, with how
+    many mails there are: the same number of the same size, and for a patch the same diff (a
+    cover letter's text changes no code a test applies)."""
+    if not shared:
+        return {}
+    found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    count: Counter[str] = Counter()
+    claiming = _CLAIMING_SQLITE if conn.dialect.name == "sqlite" else _CLAIMING
+    for query in (_FIRST_COPIES, claiming):
+        for row in conn.execute(query, {"ids": sorted(shared)}):
+            found[row.msgid].add((row.kind, row.counter, row.total, row.patch_fingerprint))
+            count[row.msgid] += 1
+    return {msgid: count[msgid] for msgid, kinds in found.items()
+            if len(kinds) == 1 and count[msgid] > 1 and _one_part(next(iter(kinds)))}
+
+
+def _one_part(kind: tuple[Any, ...]) -> bool:
+    return kind[0] == "cover" or (kind[0] == "patch" and kind[3] is not None)
 
 
 def _best(candidates: list[Any], peers: list[Any]) -> Any | None:

@@ -92,3 +92,40 @@ def test_copies_nothing_tells_apart_leave_the_version_untested(
     assert front.status_code == page.status_code == 200
     assert "ambiguous Message-ID" in front.text
     assert f"ambiguous Message-ID, unresolved: &lt;{msgs_id(two)}&gt;" in page.text
+
+
+def test_a_series_sent_again_under_its_message_ids_is_tested(
+    db: Database, tree: Path, ingest_settings
+) -> None:
+    """The whole posting sent a second time a day later with the same Message-IDs, to more
+    people (linux-block: "bio: check return values of bio_add_page" v6; "mm/hmm: let users to
+    tag specific PFNs"): every id is carried by two mails, and nothing but the date tells them
+    apart, but each pair sends the same patch. Before, the version was never tested."""
+    sent = make_series(tree, SeriesSpec(title="mm: sent twice", patches=3))
+    again = [with_header(with_header(m, "Date", "Tue, 01 Dec 2026 09:00:00 +0000"),
+                         "Cc", "more@example.org") for m in sent]
+    store(db, sent, ingest_settings)
+    store(db, again, ingest_settings)
+    assert all(len(copies(db, msgs_id(m))) == 2 for m in sent)
+    (version,) = only_series(db)["versions"]
+    assert version["complete"]  # the planner, apply, build and review take it
+    assert [p["message_id"] for p in version["patches"]] == [msgs_id(m) for m in sent[1:]]
+    assert sorted(n.split(">")[1].split(";")[0] for n in version["notes"]) == sorted(
+        [" is carried by 2 mails that send the same cover letter"]
+        + [" is carried by 2 mails that send the same patch (one diff)"] * 3)
+    assert all(n.startswith("ambiguous Message-ID, settled: <") and "took the first stored"
+               in n for n in version["notes"])
+
+
+def test_a_patch_sent_again_with_another_diff_under_its_id_stays_untested(
+    db: Database, tree: Path, ingest_settings
+) -> None:
+    """The same, but one patch sent again changed: which one the author meant is unknown."""
+    sent = make_series(tree, SeriesSpec(title="mm: sent twice, changed", patches=3))
+    again = [with_header(m, "Date", "Tue, 01 Dec 2026 09:00:00 +0000") for m in sent]
+    again[2] = forge(again[2], None)
+    store(db, [*sent, *again], ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert not version["complete"]
+    assert any(n.startswith(f"ambiguous Message-ID, unresolved: <{msgs_id(sent[2])}>")
+               for n in version["notes"]), version["notes"]
