@@ -62,4 +62,3 @@ def measuring_run(session: Session, version: SeriesVersion, *, tree: str,
                              Run.created_at >= since)
         .order_by(Run.id.desc())).all()
     return next((run for run in runs if sorted(run.benchmarks) == sorted(benchmarks)), None)
-

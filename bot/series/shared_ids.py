@@ -162,6 +162,8 @@ def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
 
 
 def _one_part(kind: tuple[Any, ...]) -> bool:
+    """Whether copies alike in (kind, counter, total, fingerprint) send one part: a cover
+    letter, or a patch whose diff lorelab read."""
     return kind[0] == "cover" or (kind[0] == "patch" and kind[3] is not None)
 
 
