@@ -26,7 +26,13 @@ from bot.db.models import (
     SeriesVersion,
 )
 from bot.mail.subject import point_of, version_label
-from bot.series.views import message_dict, series_dict, series_views, version_dict
+from bot.series.views import (
+    message_dict,
+    same_patches_words,
+    series_dict,
+    series_views,
+    version_dict,
+)
 
 series_app = typer.Typer(help="Patch series and their versions.")
 message_app = typer.Typer(help="Stored messages.")
@@ -248,9 +254,8 @@ def series_show(
             out.print(f"  a partial reroll of {v['reroll_of_label']}: the patches it did not "
                       f"send again are {v['reroll_of_label']}'s", markup=False)
         if v["measured_by_run"] is not None:
-            same_as = v["measured_by_label"] or "another version"
-            out.print(f"  not run again: the same patches as {same_as}, which run "
-                      f"{v['measured_by_run']} measures", markup=False)
+            before, after = same_patches_words(v)
+            out.print(f"  {before} run {v['measured_by_run']}{after}", markup=False)
         for note in v["notes"]:
             out.print(f"  [yellow]note:[/] {escape(note)}")
         for p in v["patches"]:

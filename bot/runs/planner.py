@@ -5,7 +5,9 @@ A version is planned once: when it is complete, recent, touches a path a suite w
 is the first whose `list_branches` names one of the version's lists, else the first tree. A newer
 version of the same series supersedes the older one's unfinished runs, so the lab never spends
 hours on a version nobody will merge; one that sends the same patches as a version with a run
-(a RESEND, a reroll of changelogs only) gets none, and records that run (bot.runs.same_patches).
+(a RESEND, a reroll of changelogs only) gets none, and records that run (bot.runs.same_patches);
+should that run be stopped or fail, the version is planned again, unless a newer version of its
+series has a run.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from bot.config import Settings
 from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
 from bot.mail.subject import version_label
 from bot.runs.lifecycle import cancel_run, create_run
-from bot.runs.same_patches import measuring_run
+from bot.runs.same_patches import MEASURING, measuring_run
 from bot.runs.states import RunState
 from bot.runs.stops import series_stopped
 from bot.runs.suites import suite_for
@@ -46,9 +48,12 @@ def plan_new_versions(session: Session, settings: Settings,
     horizon = now - dt.timedelta(days=settings.plan.max_age_days)
     has_run = sa.select(Run.id).where(Run.series_version_id == SeriesVersion.id,
                                       Run.kind == "review").exists()
+    # A version whose patches another's run was to measure is looked at again when that run
+    # was stopped or failed: it measured nothing.
+    measured = sa.select(Run.id).where(Run.id == SeriesVersion.measured_by_run_id,
+                                       Run.state.in_(MEASURING)).exists()
     candidates = session.scalars(
-        sa.select(SeriesVersion).where(SeriesVersion.complete.is_(True), ~has_run,
-                                       SeriesVersion.measured_by_run_id.is_(None),
+        sa.select(SeriesVersion).where(SeriesVersion.complete.is_(True), ~has_run, ~measured,
                                        sa.or_(SeriesVersion.date.is_(None),
                                               SeriesVersion.date >= horizon))
         .order_by(SeriesVersion.id)).all()
@@ -57,6 +62,8 @@ def plan_new_versions(session: Session, settings: Settings,
         suite = suite_for(settings.suites, version.touched_files)
         if suite is None or series_stopped(session, version.series_id):
             continue
+        if version.measured_by_run_id is not None and _newer_version_runs(session, version):
+            continue  # its run was stopped for a newer version, which this one does not undo
         tree = planned_tree(session, settings, version)
         benchmarks, runner = list(suite.benchmarks), suite.lab_host or None
         measuring = measuring_run(session, version, tree=tree, benchmarks=benchmarks,
@@ -67,6 +74,7 @@ def plan_new_versions(session: Session, settings: Settings,
                      version.series_id, version_label(version.version, version.prefixes),
                      measuring.id)
             continue
+        version.measured_by_run_id = None  # measured by its own run
         superseded = []
         for older in _older_versions(session, version):
             for run in older_runs(session, older):
@@ -80,6 +88,14 @@ def plan_new_versions(session: Session, settings: Settings,
 
 def older_runs(session: Session, version_id: int) -> list[Run]:
     return list(session.scalars(sa.select(Run).where(Run.series_version_id == version_id)))
+
+
+def _newer_version_runs(session: Session, version: SeriesVersion) -> bool:
+    """Whether a newer version of `version`'s series has a review run."""
+    return session.scalar(sa.select(
+        sa.select(Run.id).join(SeriesVersion, SeriesVersion.id == Run.series_version_id)
+        .where(SeriesVersion.series_id == version.series_id, Run.kind == "review",
+               SeriesVersion.version > version.version).exists())) or False
 
 
 def _older_versions(session: Session, version: SeriesVersion) -> list[int]:

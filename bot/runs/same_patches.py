@@ -12,7 +12,9 @@ the same code again would spend lab hours on a question already answered, and a 
 measurement that falls the other side of the noise would contradict the first in public. A
 maintainer who wants it measured again asks (`#lorelab retest` on that run's reply, `#lorelab
 test` on the resend); the planner records which run measures the patches
-(`SeriesVersion.measured_by_run_id`), and the status page and `lorelab series show` say so.
+(`SeriesVersion.measured_by_run_id`), and the status page and `lorelab series show` say so,
+and what became of that run. Should it be stopped or fail, the planner looks at the version
+again (bot.runs.planner).
 """
 
 from __future__ import annotations

@@ -110,12 +110,13 @@ def _release_order(version: SeriesVersion) -> tuple[int, int, dt.datetime, int]:
 
 
 def version_dict(version: SeriesVersion, with_patches: bool = True,
-                 run_labels: Mapping[int, str] | None = None) -> dict[str, Any]:
-    """One version in the shape of `series show --json`'s; `run_labels` gives the label of
-    the version each run was made for (`measured_by_label`)."""
+                 measuring: Mapping[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """One version in the shape of `series show --json`'s; `measuring` gives, by run id, the
+    label of the version a run was made for and the run's state (`measured_by_*`)."""
     # A partial reroll's patches are its own and, for the numbers it did not send again, those
     # of the version it rerolls (what a test applies); any other version's are its own.
     applied = version.applied_patches
+    measured_by = (measuring or {}).get(version.measured_by_run_id or 0)
     out: dict[str, Any] = {
         "id": version.id,
         "version": version.version,
@@ -132,7 +133,8 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
                             if version.reroll_of is not None else None),
         # The same patches as another version's: the run measuring them (bot.runs.same_patches).
         "measured_by_run": version.measured_by_run_id,
-        "measured_by_label": (run_labels or {}).get(version.measured_by_run_id or 0),
+        "measured_by_label": measured_by[0] if measured_by else None,
+        "measured_by_state": measured_by[1] if measured_by else None,
         "cover_message_id": version.cover.msgid if version.cover else None,
         "anchor_message_id": version.anchor_msgid,
         "base_commit": version.base_commit,
@@ -195,7 +197,7 @@ def series_views(
     lists = lists_by_series(session, series_ids)
     series_of = {v.id: s.id for s in found.values() for v in s.versions}
     runs = latest_runs(session, series_of)
-    run_labels = _measuring_labels(session, [v for s in found.values() for v in s.versions])
+    measuring = _measuring_runs(session, [v for s in found.values() for v in s.versions])
     replies = latest_replies(session, list(series_of))
     out = []
     for series_id in series_ids:
@@ -214,7 +216,7 @@ def series_views(
             "lists": lists.get(series.id, []),
             "latest_version": max((v.version for v in series.versions), default=None),
             "updated": _iso(series.last_mail_at or series.updated_at),
-            "versions": [version_dict(v, with_patches, run_labels) for v in versions],
+            "versions": [version_dict(v, with_patches, measuring) for v in versions],
             # The status page's columns, flat.
             "author_name": series.author_name,
             "author_email": series.author_email,
@@ -232,16 +234,36 @@ def series_views(
     return out
 
 
-def _measuring_labels(session: Session, versions: list[SeriesVersion]) -> dict[int, str]:
-    """The label of the version each run measuring another's patches was made for, by run id
-    (a statement only when a version has such a run; that version is of the same series)."""
+def _measuring_runs(session: Session,
+                    versions: list[SeriesVersion]) -> dict[int, tuple[str, str]]:
+    """The label of the version each run measuring another's patches was made for, and the
+    run's state, by run id (a statement only when a version has such a run; that version is of
+    the same series)."""
     wanted = {v.measured_by_run_id for v in versions if v.measured_by_run_id is not None}
     if not wanted:
         return {}
     labels = {v.id: version_label(v.version, v.prefixes) for v in versions}
-    return {run_id: labels[version_id] for run_id, version_id in session.execute(
-        sa.select(Run.id, Run.series_version_id).where(Run.id.in_(wanted)))
+    return {run_id: (labels[version_id], state) for run_id, version_id, state in session.execute(
+        sa.select(Run.id, Run.series_version_id, Run.state).where(Run.id.in_(wanted)))
         if version_id in labels}
+
+
+def same_patches_words(version: Mapping[str, Any]) -> tuple[str, str]:
+    """What became of the run measuring a version's patches (`measured_by_*` of its shape), as
+    the words before and after "run N": it was stopped or failed since the planner chose it, and
+    then nothing measured them (the planner plans such a version again unless a newer version
+    of its series has a run, bot.runs.planner)."""
+    same = f"the same patches as {version['measured_by_label'] or 'another version'}"
+    state = version["measured_by_state"]
+    if state == "queued":
+        return f"not run again: {same}, which", " will measure"
+    if state == "running":
+        return f"not run again: {same}, which", " is measuring"
+    if state == "done":
+        return f"not run again: {same}, which", " tested"
+    ended = {"failed": "failed", "cancelled": "was cancelled",
+             "superseded": "was stopped for a newer version"}.get(state, "ended")
+    return f"not measured: {same}, whose", f" {ended}"
 
 
 def latest_runs(session: Session, series_of: dict[int, int]) -> dict[int, Run]:

@@ -22,7 +22,7 @@ from bot.config.sections import PlanSettings, TreeSettings
 from bot.db.models import Run, SeriesVersion
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series, make_tree
-from bot.runs.lifecycle import cancel_run
+from bot.runs.lifecycle import cancel_run, retest_run
 from bot.runs.planner import Planned, plan_new_versions
 from bot.runs.states import RunState
 from bot.runs.suites import RECLAIM
@@ -93,12 +93,13 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
     lorelab = Lorelab(tmp_path / "home", db.url)
     shown = json.loads(lorelab.run("series", "show", str(first.series_version_id),
                                    "--json").stdout)
-    assert [(v["label"], v["resend"], v["measured_by_run"], v["measured_by_label"])
-            for v in shown["versions"]] == [("v1", False, None, None), ("v1", True, first.run_id,
-                                             "v1"), ("v2", False, first.run_id, "v1")]
+    assert [(v["label"], v["resend"], v["measured_by_run"], v["measured_by_label"],
+             v["measured_by_state"]) for v in shown["versions"]] == [
+        ("v1", False, None, None, None), ("v1", True, first.run_id, "v1", "queued"),
+        ("v2", False, first.run_id, "v1", "queued")]
     text = lorelab.run("series", "show", str(shown["id"])).stdout.decode()
     assert text.count(f"not run again: the same patches as v1, which run {first.run_id} "
-                      "measures") == 2
+                      "will measure") == 2
 
     with db.session() as session:
         v2_id = session.scalar(sa.select(SeriesVersion.id).where(SeriesVersion.version == 2))
@@ -107,7 +108,8 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
                             timeout=10).text
     runs_part = page[page.index("<h2>Runs of v2</h2>"):page.index("<h2>Replies about")]
     assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", runs_part)).strip() == (
-        f"Runs of v2 Not run again: the same patches as v1, which run #{first.run_id} measures.")
+        f"Runs of v2 Not run again: the same patches as v1, which run #{first.run_id} will "
+        "measure.")
     assert f'href="/runs/{first.run_id}"' in runs_part
 
     # a maintainer who wants the resend measured anyway asks, and gets a run of its own
@@ -123,6 +125,19 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
     store(db, make_series(tree, _sent(V1, 9, version=3, revised=(2,))), ingest_settings)
     (third,) = _plan(db, settings)
     assert sorted(third.superseded) == sorted((first.run_id, asked.run_id))
+    # v2 is not planned again for it: a newer version is measured; and nothing says it was
+    assert _plan(db, settings) == []
+    text = lorelab.run("series", "show", str(shown["id"])).stdout.decode()
+    assert f"not measured: the same patches as v1, whose run {first.run_id} was stopped for a " \
+        "newer version" in text
+    assert "which run" not in text
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{shown['id']}?version=2&posting={v2_id}",
+                            timeout=10).text
+    runs_part = page[page.index("<h2>Runs of v2</h2>"):page.index("<h2>Replies about")]
+    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", runs_part)).strip() == (
+        f"Runs of v2 Not measured: the same patches as v1, whose run #{first.run_id} was "
+        "stopped for a newer version.")
 
 
 def test_the_same_patches_are_measured_anew_where_that_run_would_not_do(
@@ -153,3 +168,45 @@ def test_the_same_patches_are_measured_anew_where_that_run_would_not_do(
     with db.session() as session:
         assert session.get(Run, other_suite.run_id).benchmarks == ["readtwice"]
     assert _versions(db)[-1] == ("v2", True, None, True)
+
+
+@pytest.mark.parametrize("ended", ["cancelled", "failed"])
+def test_a_version_is_planned_again_when_the_run_measuring_its_patches_measured_nothing(
+    db: Database, tree: Path, settings: Settings, ingest_settings, tmp_path: Path, ended: str
+) -> None:
+    store(db, make_series(tree, V1), ingest_settings)
+    (first,) = _plan(db, settings)
+    store(db, make_series(tree, _sent(V1, 3, version=2)), ingest_settings)
+    assert _plan(db, settings) == []
+    lorelab = Lorelab(tmp_path / "home", db.url)
+
+    def said() -> str:
+        out = lorelab.run("series", "show", str(first.series_version_id)).stdout.decode()
+        return " ".join(line.strip() for line in out.splitlines()
+                        if "the same patches as" in line)
+
+    with db.session() as session:  # v1's run, stopped or failed before it measured anything
+        run = session.get(Run, first.run_id)
+        if ended == "cancelled":
+            cancel_run(session, run)
+        else:
+            run.state = RunState.FAILED
+    ending = "was cancelled" if ended == "cancelled" else "failed"
+    assert said() == f"not measured: the same patches as v1, whose run {first.run_id} {ending}"
+
+    # the maintainer asks for v1 again: v2's patches are that run's to measure
+    with db.session() as session:
+        again = retest_run(session, session.get(Run, first.run_id)).id
+    assert _plan(db, settings) == []
+    assert _versions(db) == [("v1", False, None, True), ("v2", False, again, False)]
+    assert said() == f"not run again: the same patches as v1, which run {again} will measure"
+    with db.session() as session:
+        session.get(Run, again).state = RunState.DONE
+    assert said() == f"not run again: the same patches as v1, which run {again} tested"
+
+    # a run measured nothing and none other will: v2 gets a run of its own
+    with db.session() as session:
+        session.get(Run, again).state = RunState(ended)
+    (own,) = _plan(db, settings)
+    assert _versions(db) == [("v1", False, None, True), ("v2", False, None, True)]
+    assert own.superseded == () and said() == ""
