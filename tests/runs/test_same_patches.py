@@ -70,6 +70,18 @@ def _state(db: Database, run_id: int) -> str:
         return session.get(Run, run_id).state
 
 
+def _runs_section(db: Database, series_id: int, version_id: int) -> str:
+    """The HTML of the "Runs of v2" section of the status page showing that posting."""
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{series_id}?version=2&posting={version_id}",
+                            timeout=10).text
+    return page[page.index("<h2>Runs of v2</h2>"):page.index("<h2>Replies about")]
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html)).strip()
+
+
 def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
     db: Database, tree: Path, settings: Settings, ingest_settings, tmp_path: Path
 ) -> None:
@@ -103,13 +115,9 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
 
     with db.session() as session:
         v2_id = session.scalar(sa.select(SeriesVersion.id).where(SeriesVersion.version == 2))
-    with serving(web_settings(db.url)) as site:
-        page = requests.get(f"{site}/series/{shown['id']}?version=2&posting={v2_id}",
-                            timeout=10).text
-    runs_part = page[page.index("<h2>Runs of v2</h2>"):page.index("<h2>Replies about")]
-    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", runs_part)).strip() == (
-        f"Runs of v2 Not run again: the same patches as v1, which run #{first.run_id} will "
-        "measure.")
+    runs_part = _runs_section(db, shown["id"], v2_id)
+    assert _text(runs_part) == (f"Runs of v2 Not run again: the same patches as v1, which run "
+                                f"#{first.run_id} will measure.")
     assert f'href="/runs/{first.run_id}"' in runs_part
 
     # a maintainer who wants the resend measured anyway asks, and gets a run of its own
@@ -131,11 +139,7 @@ def test_a_resend_and_a_version_with_only_new_changelogs_are_not_run_again(
     assert f"not measured: the same patches as v1, whose run {first.run_id} was stopped for a " \
         "newer version" in text
     assert "which run" not in text
-    with serving(web_settings(db.url)) as site:
-        page = requests.get(f"{site}/series/{shown['id']}?version=2&posting={v2_id}",
-                            timeout=10).text
-    runs_part = page[page.index("<h2>Runs of v2</h2>"):page.index("<h2>Replies about")]
-    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", runs_part)).strip() == (
+    assert _text(_runs_section(db, shown["id"], v2_id)) == (
         f"Runs of v2 Not measured: the same patches as v1, whose run #{first.run_id} was "
         "stopped for a newer version.")
 
