@@ -24,7 +24,13 @@ from bot.config.lab_hosts import LabHostSettings, configured_hosts
 from bot.db.models import LabCampaign, Message, Run, SeriesVersion
 from bot.report.compose.campaign import campaign_policy, judge_campaign, stored_judgement
 from bot.report.compose.claim_view import claim_from_judged
-from bot.report.compose.from_db import answered_message, fetch_lines, parent_message, series_info
+from bot.report.compose.from_db import (
+    answered_message,
+    fetch_lines,
+    parent_message,
+    patches_applied_by,
+    series_info,
+)
 from bot.report.compose.inputs import TreeInfo
 from bot.report.compose.machine_facts import machine_from_facts
 from bot.report.compose.reproduce import (
@@ -138,7 +144,8 @@ def _config_url(settings: Settings, run: Run) -> str:
 def reproduce_lines(version: SeriesVersion, run: Run, settings: Settings,
                base: BuildRecord) -> tuple[str, ...]:
     """Apply and build, as lorelab did, without lorelab."""
-    return (*fetch_lines(version, run.base_commit or ""), *build_steps(run, settings, base))
+    return (*fetch_lines(version, run.base_commit or "", patches_applied_by(run)),
+            *build_steps(run, settings, base))
 
 
 def build_steps(run: Run, settings: Settings, base: BuildRecord) -> list[str]:

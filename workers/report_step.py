@@ -108,7 +108,8 @@ def compose_for_run(session: sa.orm.Session, settings: Settings,
         ctx = ApplyFailureContext(
             parent=parent, series=series, tree=tree, failing_patch=index,
             failing_subject=subject, conflicts=apply.conflicted_paths,
-            reproduce=tuple(fetch_lines(version, run.base_commit or apply.base)))
+            reproduce=tuple(fetch_lines(version, run.base_commit or apply.base,
+                                        apply.patches)))
         return compose_apply_failure(ctx, options), outcome.why
     base = BuildRecord.from_step(by_name["build-base"])
     if outcome.reply == BUILD_FAILURE:

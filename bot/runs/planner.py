@@ -7,7 +7,8 @@ version of the same series supersedes the older one's unfinished runs, so the la
 hours on a version nobody will merge; one that sends the same patches as a version with a run
 (a RESEND, a reroll of changelogs only) gets none, and records that run (bot.runs.same_patches);
 should that run be stopped or fail, the version is planned again, unless a newer version of its
-series has a run.
+series has a run. A version whose patches were corrected after its run applied them is measured
+again (bot.runs.corrections).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from sqlalchemy.orm import Session
 from bot.config import Settings
 from bot.db.models import MailingList, MessageList, Patch, Run, SeriesVersion, utcnow
 from bot.mail.subject import version_label
-from bot.runs.lifecycle import cancel_run, create_run
+from bot.runs.corrections import corrected_versions
+from bot.runs.lifecycle import cancel_run, create_run, retest_run
 from bot.runs.same_patches import MEASURING, measuring_run
 from bot.runs.states import RunState
 from bot.runs.stops import series_stopped
@@ -83,6 +85,27 @@ def plan_new_versions(session: Session, settings: Settings,
         run = create_run(session, version, kind="review", tree=tree, benchmarks=benchmarks,
                          runner=runner, trigger="auto")
         planned.append(Planned(run.id, version.id, suite.name, tuple(superseded)))
+    return planned + _measure_corrections(session, settings, horizon)
+
+
+def _measure_corrections(session: Session, settings: Settings,
+                         horizon: dt.datetime) -> list[Planned]:
+    """A new run for each version whose patches were corrected after its last review run
+    applied them, which stops that run if it has not finished (bot.runs.corrections)."""
+    planned = []
+    for found in corrected_versions(session, horizon):
+        version, old = found.version, found.run
+        suite = suite_for(settings.suites, version.touched_files)
+        if (suite is None or series_stopped(session, version.series_id)
+                or _newer_version_runs(session, version)):
+            continue
+        stopped = (old.id,) if cancel_run(session, old, state=RunState.SUPERSEDED) else ()
+        run = retest_run(session, old, trigger="auto")
+        log.info("series %d %s: patch %s changed since run %d applied them; run %d measures "
+                 "them as they are now", version.series_id,
+                 version_label(version.version, version.prefixes),
+                 ", ".join(map(str, found.replaced)), old.id, run.id)
+        planned.append(Planned(run.id, version.id, suite.name, stopped))
     return planned
 
 

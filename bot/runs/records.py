@@ -51,13 +51,18 @@ class ApplyRecord(_Record):
     failed_patch: str | None = None  # "0002 mm/vmscan: ..." as git am names it
     conflicts: tuple[Conflict, ...] = ()
     changes_lru_gen: bool = False  # the applied series changes MGLRU code (bot.runs.lru)
+    # The Message-IDs of the patches in the mbox, in order: what the run tested, which a
+    # correction sent later changes in the version (bot.runs.corrections); empty in records
+    # written before it was kept.
+    patches: tuple[str, ...] = ()
 
     @classmethod
     def from_result(cls, result: dict[str, Any] | None) -> ApplyRecord:
         record = super().from_result(result)
         conflicts = tuple(c if isinstance(c, Conflict) else Conflict(c["path"], c.get("hunks", ""))
                           for c in record.conflicts)
-        return cls(**{**asdict(record), "conflicts": conflicts})
+        return cls(**{**asdict(record), "conflicts": conflicts,
+                      "patches": tuple(record.patches)})
 
     @property
     def conflicted_paths(self) -> tuple[str, ...]:

@@ -44,6 +44,7 @@ from bot.report.compose.inputs import (
     ParentMessage,
     Person,
     ReplyOptions,
+    ResentPatch,
     SeriesInfo,
     TreeInfo,
 )
@@ -135,10 +136,11 @@ def build_failure_reply() -> ComposedReply:
     return compose_build_failure(ctx, OPTIONS)
 
 
-def apply_failure_reply() -> ComposedReply:
+def apply_failure_reply(resent: tuple[ResentPatch, ...] = ()) -> ComposedReply:
     ctx = ApplyFailureContext(
         parent=dataclasses.replace(POSTING, subject="[PATCH 0/3] mm: per-lruvec reclaim batching"),
-        series=dataclasses.replace(SERIES, title="mm: per-lruvec reclaim batching", patches=3),
+        series=dataclasses.replace(SERIES, title="mm: per-lruvec reclaim batching", patches=3,
+                                   resent=resent),
         tree=dataclasses.replace(
             TREE,
             head="",
@@ -297,6 +299,26 @@ def test_benchmark_reply_content_follows_the_spec_order() -> None:
     ]
     assert "lorelab did not run memtier_benchmark or memcached" in prose
     assert "only if the per-run CV is below 2.2%" in prose
+
+
+def test_a_run_after_a_correction_says_which_patches_it_tests_in_place_of_which_run() -> None:
+    """A second reply about one version (a patch was corrected after the first run applied
+    it, bot.runs.corrections) says why, in the first paragraph of each kind of review reply."""
+    resent = (ResentPatch(2, "20261202-fix-2@example.org", dt.datetime(2026, 12, 2, 9, 30), 12),)
+    ctx, _ = load_results(json.loads((RESULTS / "vmscan-bailout-take2.json").read_text()))
+    bench = compose_benchmark_reply(dataclasses.replace(ctx, series=dataclasses.replace(
+        ctx.series, patches=3, resent=resent)), OPTIONS)
+    said = ("This run tests patch 2/3 as sent again on 2026-12-02 <20261202-fix-2@example.org>: "
+            "run 12 tested the copy it replaced.")
+    for reply in (bench, apply_failure_reply(resent)):
+        first = parse(reply).get_content().split("\n\n")[0]
+        assert " ".join(first.split()).endswith(said)
+    assert "sent again" not in parse(apply_failure_reply()).get_content()
+    two = (*resent, ResentPatch(3, "20261203-fix-3@example.org", None, 12))
+    assert SeriesInfo("t", 1, 3, resent=two).resent_sentence() == (
+        " This run tests patch 2/3 as sent again on 2026-12-02 <20261202-fix-2@example.org>; "
+        "patch 3/3 as sent again <20261203-fix-3@example.org>: run 12 tested the copies they "
+        "replaced.")
 
 
 def test_tail_regression_and_counter_changes_get_verdict_lines() -> None:

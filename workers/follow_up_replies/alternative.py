@@ -20,7 +20,13 @@ from bot.report.compose.alternative_reply import (
     compose_alternative_reply,
 )
 from bot.report.compose.campaign import family_level, judge_triples
-from bot.report.compose.from_db import fetch_lines, parent_message, reply_options, series_info
+from bot.report.compose.from_db import (
+    fetch_lines,
+    parent_message,
+    patches_applied_by,
+    reply_options,
+    series_info,
+)
 from bot.report.compose.message import ComposedReply
 from bot.report.compose.reproduce import bench_lines, raw_url
 from bot.runs.findings import run_campaigns
@@ -59,7 +65,7 @@ def alternative_reply(session: sa.orm.Session, settings: Settings, run: Run,
     accel = next((s.accel for s in first.samples if not s.warmup), "none")
     built = BuildRecord.from_step(next((s for s in run.steps if s.name == "build-base"), None))
     # The series' own lines build it; the alternative's tree is made before them.
-    apply = fetch_lines(version, base)
+    apply = fetch_lines(version, base, patches_applied_by(run))
     reproduce = (*_alternative_lines(apply, placement, msgid), *build_steps(run, settings, built),
                  *bench_lines([bench_command(c, host) for c in campaigns],
                               booted=first.runner != "local"))

@@ -13,6 +13,7 @@ from bot.report.compose.from_db import (
     answered_message,
     fetch_lines,
     parent_message,
+    patches_applied_by,
     reply_options,
     series_info,
 )
@@ -44,7 +45,7 @@ def bisect_reply(session: sa.orm.Session, settings: Settings, run: Run,
     reproduce: tuple[str, ...] = ()
     if decisive is not None and decisive in probes:
         base = BuildRecord.from_step(steps.get("build-base"))
-        applied = fetch_lines(version, run.base_commit or "")
+        applied = fetch_lines(version, run.base_commit or "", patches_applied_by(run))
         build = build_steps(run, settings, base)
         shown = [c for c in campaigns if c is not None and c.id in probes[decisive].campaigns]
         back = record.patches - decisive

@@ -60,6 +60,7 @@ def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
             assert version is not None
             tree = find_tree(settings, run.tree)
             mbox = am_ready_mbox(session, version)
+            patches = tuple(p.message.msgid for p in version.applied_patches)
             request = BaseRequest(base_commit=version.base_commit,
                                   prefixes=tuple(version.prefixes or ()),
                                   lists=_lists_of(session, version), explicit=run.requested_base)
@@ -76,7 +77,7 @@ def _apply(db: Database, settings: Settings, step_id: int) -> StepEnd:
         base=choice.commit, base_reason=choice.reason, base_detail=choice.detail,
         base_branch=choice.branch, patched=result.patched, applied=result.applied,
         failed_patch=result.failed_patch,
-        conflicts=result.conflicts,
+        conflicts=result.conflicts, patches=patches,
         changes_lru_gen=bool(result.ok and result.patched)
         and series_changes_lru_gen(repo, choice.commit, str(result.patched)))
     error = None

@@ -91,7 +91,7 @@ def _tested(ctx: BenchmarkReplyContext) -> Prose:
     tree = ctx.tree
     return Prose(
         f"lorelab tested {ctx.series.describe()} applied to {tree.tree} {tree.branch} at "
-        f"{glue('base ' + tree.short_base)}{head}."
+        f"{glue('base ' + tree.short_base)}{head}." + ctx.series.resent_sentence()
     )
 
 

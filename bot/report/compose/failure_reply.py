@@ -78,6 +78,7 @@ def build_failure_body(ctx: BuildFailureContext) -> list[Block]:
             f"lorelab could not build {ctx.series.describe()} applied to {tree.tree} "
             f"{tree.branch} at {glue('base ' + tree.short_base)}: the patched kernel does not "
             f"compile with {build.config_name} and {build.compiler}.{same}"
+            + ctx.series.resent_sentence()
         )
     ]
     if ctx.failing_patch is not None:
@@ -124,7 +125,7 @@ def apply_failure_body(ctx: ApplyFailureContext) -> list[Block]:
         Prose(
             f"lorelab could not apply {series.describe()} to {tree.tree} {tree.branch} at "
             f"{glue('base ' + tree.short_base)}{how}: patch {ctx.failing_patch}/{series.patches} "
-            f'"{ctx.failing_subject}" does not apply{before}.'
+            f'"{ctx.failing_subject}" does not apply{before}.' + series.resent_sentence()
         )
     ]
     if ctx.conflicts:

@@ -9,15 +9,23 @@ from __future__ import annotations
 import email
 import email.policy
 import email.utils
+from collections.abc import Sequence
 
 import sqlalchemy as sa
 from sqlalchemy.orm import object_session
 
 from bot.config.report import ReportSettings
-from bot.db.models import Message, SeriesVersion, utcnow
+from bot.db.models import Message, Run, SeriesVersion, utcnow
 from bot.mail.subject import version_label
-from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions, SeriesInfo
+from bot.report.compose.inputs import (
+    ParentMessage,
+    Person,
+    ReplyOptions,
+    ResentPatch,
+    SeriesInfo,
+)
 from bot.report.compose.reproduce import apply_lines, raw_apply_lines
+from bot.runs.records import ApplyRecord
 
 LORE = "https://lore.kernel.org/r/"
 
@@ -62,21 +70,40 @@ def answered_message(version: SeriesVersion) -> Message:
     return message
 
 
-def fetch_lines(version: SeriesVersion, base: str) -> list[str]:
+def patches_applied_by(run: Run) -> tuple[str, ...]:
+    """The Message-IDs of the patches `run` applied (a follow-up's: its review's), as its apply
+    step recorded them; empty for a record written before they were kept."""
+    session = object_session(run)
+    parent = (session.get(Run, run.parent_run_id)
+              if session is not None and run.parent_run_id is not None else None)
+    for owner in (run, parent):
+        step = next((s for s in owner.steps if s.name == "apply"), None) if owner else None
+        if step is not None:
+            return ApplyRecord.from_step(step).patches
+    return ()
+
+
+def fetch_lines(version: SeriesVersion, base: str, tested: Sequence[str] = ()) -> list[str]:
     """How a reader gets a stored version's patches onto `base`: `b4 am` of its first message
     (with `--no-parent` when every patch applied is in that message's subthread; a partial
     reroll's patches of the version it rerolls seldom are) when a dry run of that line on the
     stored thread gives exactly those patches, else each patch's raw mail from lore: where b4
     reads the thread otherwise, or lore has parts in threads of their own (lorelab joins
-    numbered parts sent with no threading headers)."""
+    numbered parts sent with no threading headers). `tested`: the patches the run applied
+    (`patches_applied_by`), which a correction sent since may have replaced in the version."""
     from bot.series.mbox import b4_am_revision  # imports b4: only where a reply is composed
 
     first = answered_message(version)
-    applied = [p.message for p in version.applied_patches]
-    own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
-              for m in applied)
     session = object_session(version)
     assert session is not None, "a stored version"
+    applied = [p.message for p in version.applied_patches]
+    if tested and [m.msgid for m in applied] != list(tested):
+        stored = {m.msgid: m for m in session.scalars(
+            sa.select(Message).where(Message.msgid.in_(tested)))}
+        if all(msgid in stored for msgid in tested):
+            applied = [stored[msgid] for msgid in tested]
+    own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
+              for m in applied)
     thread = session.scalars(sa.select(Message.raw).where(
         Message.thread_id == first.thread_id).order_by(Message.id)  # arrival: lore's order
     ) if first.thread_id is not None else []
@@ -99,7 +126,29 @@ def series_info(version: SeriesVersion, status_url: str = "",
         anchor_msgid=version.anchor_msgid,
         run_id=run_id,
         label=version_label(version.version, version.prefixes),
+        resent=_resent(version, run_id),
     )
+
+
+def _resent(version: SeriesVersion, run_id: int | None) -> tuple[ResentPatch, ...]:
+    """The patches review run `run_id` applied in place of the copies the version's review run
+    before it applied (a correction sent in between; bot.runs.corrections)."""
+    session = object_session(version)
+    run = session.get(Run, run_id) if session is not None and run_id is not None else None
+    if run is None or run.kind != "review" or not (tested := patches_applied_by(run)):
+        return ()
+    earlier = session.scalars(sa.select(Run).where(  # type: ignore[union-attr]
+        Run.series_version_id == version.id, Run.kind == "review", Run.parent_run_id.is_(None),
+        Run.id < run.id).order_by(Run.id.desc()))
+    before = next(((r.id, applied) for r in earlier if (applied := patches_applied_by(r))), None)
+    if before is None:
+        return ()
+    changed = [(i, msgid) for i, msgid in enumerate(tested, 1)
+               if i > len(before[1]) or before[1][i - 1] != msgid]
+    dates = dict(session.execute(  # type: ignore[union-attr]
+        sa.select(Message.msgid, Message.date).where(Message.msgid.in_([m for _, m in changed]))
+    ).all()) if changed else {}
+    return tuple(ResentPatch(i, msgid, dates.get(msgid), before[0]) for i, msgid in changed)
 
 
 def reply_options(report: ReportSettings) -> ReplyOptions:

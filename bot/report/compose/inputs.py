@@ -49,6 +49,17 @@ class ParentMessage:
 
 
 @dataclass(frozen=True)
+class ResentPatch:
+    """A patch of the version sent again since an earlier run of it applied another copy (a
+    correction; bot.runs.corrections): the run replied about tests this one."""
+
+    index: int
+    msgid: str
+    date: dt.datetime | None
+    earlier_run: int  # the run that tested the copy it replaced
+
+
+@dataclass(frozen=True)
 class SeriesInfo:
     title: str
     version: int
@@ -61,12 +72,27 @@ class SeriesInfo:
     anchor_msgid: str = ""
     run_id: int | None = None  # the run whose reply this is (part of the reply's Message-ID)
     label: str = ""  # the version as its author wrote it, when not "v{version}": "v4.1"
+    resent: tuple[ResentPatch, ...] = ()
 
     def describe(self) -> str:
         """E.g. '"mm: foo" (v2, 3 patches)'."""
         noun = "patch" if self.patches == 1 else "patches"
         version = self.label or f"v{self.version}"
         return f'"{self.title}" ' + glue(f"({version}, {self.patches} {noun})")
+
+    def resent_sentence(self) -> str:
+        """Why a second reply about this version, to follow a sentence (with a space before
+        it): which patches were sent again since an earlier run tested the copies they
+        replaced; "" when none were."""
+        if not self.resent:
+            return ""
+        items = [f"patch {p.index}/{self.patches} as sent again"
+                 + (f" on {p.date:%Y-%m-%d}" if p.date else "") + f" <{p.msgid}>"
+                 for p in self.resent]
+        runs = sorted({p.earlier_run for p in self.resent})
+        which = " and ".join(f"run {r}" for r in runs)
+        copies = "the copy it replaced" if len(items) == 1 else "the copies they replaced"
+        return f" This run tests {'; '.join(items)}: {which} tested {copies}."
 
 
 @dataclass(frozen=True)
