@@ -207,6 +207,12 @@ class Message(Base):
 
     lists: Mapped[list[MailingList]] = relationship(secondary="message_lists", lazy="selectin")
 
+    @property
+    def sent_msgid(self) -> str:
+        """The Message-ID the mail carries, as the list and lore know it: `msgid`, or for a
+        copy the id it claims (its `msgid` is lorelab's stand-in, which no one else knows)."""
+        return self.claimed_msgid or self.msgid
+
 
 class Series(Base):
     """One patch series across its versions (v1..vN)."""

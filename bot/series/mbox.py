@@ -49,22 +49,34 @@ def _b4_setup() -> None:
 
 
 def _posting_messages(session: Session, version: SeriesVersion) -> list[bytes]:
+    """The raw mails of the version's thread and its earlier versions', in arrival order, one
+    per Message-ID: where several mails carry an id (`Message.claimed_msgid`), the one the
+    version takes, else the first stored. b4 keys mails by the id in their headers and would
+    take whichever came last: a forged copy, or none of the version's own."""
     thread_ids = {
         v.thread_id for v in version.series.versions if v.version <= version.version and v.thread_id
     } | {p.message.thread_id for p in version.applied_patches}  # unthreaded postings span threads
-    rows = session.scalars(
-        sa.select(Message.raw).where(Message.thread_id.in_(thread_ids)).order_by(Message.id)
-    )
-    return list(rows)
+    rows = session.execute(
+        sa.select(Message.id, Message.msgid, Message.claimed_msgid, Message.raw)
+        .where(Message.thread_id.in_(thread_ids)).order_by(Message.id)
+    ).all()
+    taken = {p.message.sent_msgid: p.message.id for p in version.applied_patches}
+    if version.cover is not None:
+        taken[version.cover.sent_msgid] = version.cover.id
+    carried: dict[str, int] = {}
+    for row in rows:
+        carried.setdefault(row.claimed_msgid or row.msgid, row.id)  # the first stored
+    carried.update((msgid, taken[msgid]) for msgid in carried.keys() & taken.keys())
+    return [row.raw for row in rows if carried[row.claimed_msgid or row.msgid] == row.id]
 
 
 def am_ready_mbox(session: Session, version: SeriesVersion) -> bytes:
     """The mbox `git am` applies for this version, trailers included (b4's rules)."""
     _b4_setup()
     mailbox = b4.LoreMailbox()
-    wanted = {p.message.msgid for p in version.patches}
+    wanted = {p.message.sent_msgid for p in version.patches}
     if version.cover is not None:
-        wanted.add(version.cover.msgid)
+        wanted.add(version.cover.sent_msgid)
     for raw in _posting_messages(session, version):
         msg = email.message_from_bytes(raw, policy=b4.emlpolicy)  # type: ignore[arg-type]
         msgid = b4.LoreMessage.get_clean_msgid(msg)
@@ -93,7 +105,7 @@ def _align(series: b4.LoreSeries, mailbox: b4.LoreMailbox, version: SeriesVersio
     tested: where b4 reads the thread otherwise (of two patches numbered alike, a `(fix)` to
     fold in and the patch, b4 may take the fix), lorelab's choice stands, with b4's trailers
     and am-ready rules. A partial reroll is read alike by both (`bot.series.rerolls`)."""
-    ours = [p.message.msgid for p in version.applied_patches]
+    ours = [p.message.sent_msgid for p in version.applied_patches]
     if [p.msgid if p is not None else None for p in series.patches[1:]] == ours:
         return
     unknown = [m for m in ours if m not in mailbox.msgid_map]

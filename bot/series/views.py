@@ -144,7 +144,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
         "prefixes": version.prefixes,
         "date": _iso(version.date),
         "notes": version.notes,
-        "url": LORE + (first.msgid if (first := version.first_message) else version.anchor_msgid),
+        # lore knows a copy by the id it claims
+        "url": LORE + (first.sent_msgid if (first := version.first_message)
+                       else version.anchor_msgid),
     }
     if with_patches:
         out["patches"] = [{**patch_dict(p), "from_version": p.version.version,
@@ -162,22 +164,23 @@ def _loading(with_patches: bool) -> list[Any]:
     """Eager loads for a page of series: versions, their patches and cover letters, in a few
     statements, and never a message's raw mail (nor its lists) unless a patch is shown."""
     cover = joinedload(SeriesVersion.cover).options(
-        load_only(Message.id, Message.msgid), lazyload(Message.lists)
+        load_only(Message.id, Message.msgid, Message.claimed_msgid), lazyload(Message.lists)
     )
     patches = selectinload(SeriesVersion.patches)
     if with_patches:
         patch_loads = patches.options(
             joinedload(Patch.message).options(
-                load_only(Message.id, Message.msgid, Message.subject, Message.from_name,
-                          Message.from_email, Message.date, Message.files, Message.insertions,
-                          Message.deletions, Message.trailers),
+                load_only(Message.id, Message.msgid, Message.claimed_msgid, Message.subject,
+                          Message.from_name, Message.from_email, Message.date, Message.files,
+                          Message.insertions, Message.deletions, Message.trailers),
                 lazyload(Message.lists),
             ),
             selectinload(Patch.trailers),
         )
     else:  # the message-id only: a cover-less version's link is its first patch's
         patch_loads = patches.options(joinedload(Patch.message).options(
-            load_only(Message.id, Message.msgid), lazyload(Message.lists)))
+            load_only(Message.id, Message.msgid, Message.claimed_msgid),
+            lazyload(Message.lists)))
     return [selectinload(Series.versions).options(cover, patch_loads)]
 
 
@@ -356,5 +359,5 @@ def message_dict(session: Session, msg: Message) -> dict[str, Any]:
             if patch
             else None
         ),
-        "url": LORE + msg.msgid,
+        "url": LORE + msg.sent_msgid,
     }

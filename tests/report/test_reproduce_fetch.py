@@ -14,7 +14,9 @@ The ways `b4 am -o . <anchor>` went wrong on real lists (cgroups):
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -30,6 +32,7 @@ from bot.report.compose.from_db import fetch_lines
 from bot.report.compose.reproduce import LORE_ALL, apply_lines, raw_apply_lines, raw_url
 from bot.series.views import series_dict
 from tests.series.mailing import header, msgs_id, store, untagged
+from tests.series.test_forged_msgid import forge
 from tests.support.gitrepo import git
 from tests.support.pi_server import PublicInbox, missing_reason
 
@@ -238,6 +241,50 @@ def test_a_patch_answered_with_another_authors_patch_is_fetched_alone(
     lines = reproduce_lines(db, msgs_id(ada[0]), base)
     assert lines[0].startswith("curl ") and len(lines) == 2
     assert applied_by(lines, ada + bob, tree, tmp_path) == titles(ada)
+
+
+@needs_public_inbox
+def test_a_patch_whose_message_id_a_forgery_took_first_says_which_mail_to_keep(
+    db, tree, ingest_settings, tmp_path
+):
+    """A forged mail took patch 2's Message-ID first: lorelab applied the real patch (kept as a
+    copy under a stand-in id), and the lines name it by the id lore knows, with a word on
+    which of lore's mails under that id to keep: lore gives both."""
+    cover, one, two, three = make_series(tree, SeriesSpec(title="mm: forged", patches=3))
+    forged = forge(two, "Mallory <mallory@evil.example>")
+    store(db, [cover, one, forged, three], ingest_settings)
+    store(db, [two], ingest_settings)
+    base = git(tree, "rev-parse", "master").strip()
+    lines = reproduce_lines(db, msgs_id(cover), base)
+    assert "lorelab.invalid" not in "\n".join(lines)
+    sent = email.utils.parsedate_to_datetime(header(two, "Date")).astimezone(dt.UTC)
+    assert lines[1:3] == [
+        f"curl -s -o 02.eml {raw_url(msgs_id(two))}",
+        "# 02.eml: lore gives every mail under this Message-ID; keep only the one from "
+        f"ada@example.org dated {sent:%Y-%m-%d %H:%M:%S} UTC (2 mails carry it)"]
+    pi = PublicInbox(tmp_path / "pi")
+    for raw in (cover, one, forged, three, two):
+        pi.deliver(raw)
+    pi.start()
+    clone = tmp_path / "reader"
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_COMMITTER_NAME": "Reader",
+           "GIT_COMMITTER_EMAIL": "reader@example.org"}
+    try:
+        subprocess.run(["git", "clone", "-q", str(tree), str(clone)], check=True)
+        for line in lines[:-1]:
+            subprocess.run(line.replace(LORE_ALL, pi.base_url + "/"), shell=True, check=True,
+                           cwd=clone, env=env)
+    finally:
+        pi.stop()
+    # as the comment says: both mails, and the reader keeps Ada's
+    mails = re.split(rb"(?m)^From (?=\S+ \w{3} \w{3} )", (clone / "02.eml").read_bytes())[1:]
+    assert len(mails) == 2
+    (ada,) = [m for m in mails if b"\nFrom: Ada" in m]
+    (clone / "02.eml").write_bytes(b"From " + ada)
+    subprocess.run(lines[-1], shell=True, check=True, cwd=clone, env=env)
+    log = git(clone, "log", "--format=%s", f"{base}..HEAD").splitlines()[::-1]
+    assert log == titles([one, two, three])
+    assert "planted" not in git(clone, "show", "HEAD~1")
 
 
 def test_a_hostile_message_id_is_one_quoted_word_in_every_line(tmp_path):

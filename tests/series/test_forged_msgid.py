@@ -12,9 +12,11 @@ import pytest
 import requests
 import sqlalchemy as sa
 
-from bot.db.models import Message
+from bot.db.models import Message, SeriesVersion
 from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series, make_tree
+from bot.report.compose.from_db import parent_message
+from bot.series.mbox import am_ready_mbox
 from tests.cli import Lorelab
 from tests.series.mailing import msgs_id, only_series, store, with_header
 from tests.support.web_data import web_settings
@@ -66,6 +68,16 @@ def test_a_forged_copy_is_kept_but_never_taken_for_the_patch(
     assert version["complete"]
     assert any(n.startswith(f"ambiguous Message-ID, settled: <{msgid}>")
                and "ada@example.org" in n for n in version["notes"]), version["notes"]
+    # what a run applies: the real patch, whichever of the two came first (b4 keys mails by
+    # the id in their headers, and took the forged one, or failed on the stand-in's id)
+    with db.session() as session:
+        stored = session.scalars(sa.select(SeriesVersion)).one()
+        mbox = am_ready_mbox(session, stored)
+        assert mbox.count(b"\nSubject: ") == 3 and b"planted" not in mbox
+        # a reply to it answers the id the list knows, never lorelab's stand-in for a copy
+        real = next(p.message for p in stored.patches if p.index == 2)
+        assert parent_message(real).msgid == msgid
+    assert f"Message-ID: <{msgid}>".encode() in mbox or f"Message-Id: <{msgid}>".encode() in mbox
     # a rerun of everything stores nothing twice and changes nothing
     rerun = store(db, [cover, one, two, forged, three], ingest_settings)
     assert rerun.stored == 0 and rerun.duplicates == 5

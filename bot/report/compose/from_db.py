@@ -12,7 +12,7 @@ import email.utils
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from sqlalchemy.orm import object_session
+from sqlalchemy.orm import Session, object_session
 
 from bot.config.report import ReportSettings
 from bot.db.models import Message, Run, SeriesVersion, utcnow
@@ -40,7 +40,7 @@ def parent_message(message: Message) -> ParentMessage:
 
     to, cc = people("To"), people("Cc")
     return ParentMessage(
-        msgid=message.msgid,
+        msgid=message.sent_msgid,
         subject=message.subject,
         sender=Person(message.from_name, message.from_email),
         to=to,
@@ -102,16 +102,36 @@ def fetch_lines(version: SeriesVersion, base: str, tested: Sequence[str] = ()) -
             sa.select(Message).where(Message.msgid.in_(tested)))}
         if all(msgid in stored for msgid in tested):
             applied = [stored[msgid] for msgid in tested]
-    own = all(m is first or m.in_reply_to == first.msgid or first.msgid in (m.references or ())
-              for m in applied)
+    top = first.sent_msgid
+    own = all(m is first or m.in_reply_to == top or top in (m.references or ()) for m in applied)
+    msgids = [m.sent_msgid for m in applied]
+    shared = _carriers(session, [top, *msgids])
+    if shared:
+        # b4 and lore's raw mail give every mail under such an id: say which one was applied
+        return raw_apply_lines(msgids, base, _copy_notes(applied, shared))
     thread = session.scalars(sa.select(Message.raw).where(
         Message.thread_id == first.thread_id).order_by(Message.id)  # arrival: lore's order
     ) if first.thread_id is not None else []
-    msgids = [m.msgid for m in applied]
-    revision = b4_am_revision(thread, first.msgid, msgids, noparent=own)
+    revision = b4_am_revision(thread, top, msgids, noparent=own)
     if revision is None:
         return raw_apply_lines(msgids, base)
-    return apply_lines(first.msgid, revision, base, own_subthread=own)
+    return apply_lines(top, revision, base, own_subthread=own)
+
+
+def _carriers(session: Session, msgids: Sequence[str]) -> dict[str, int]:
+    """Of these Message-IDs, those more than one stored mail carries, with how many do."""
+    counts: dict[str, int] = {}
+    for claimed in session.scalars(sa.select(Message.claimed_msgid).where(
+            Message.claimed_msgid.in_(msgids))):
+        counts[claimed] = counts.get(claimed, 1) + 1  # the first stored, and this copy
+    return counts
+
+
+def _copy_notes(applied: Sequence[Message], shared: dict[str, int]) -> dict[int, str]:
+    """For each patch whose Message-ID other mails carry too, by number: which one to keep."""
+    return {n: f"the one from {m.from_email} dated {m.date:%Y-%m-%d %H:%M:%S} UTC "
+               f"({shared[m.sent_msgid]} mails carry it)"
+            for n, m in enumerate(applied, 1) if m.sent_msgid in shared and m.date}
 
 
 def series_info(version: SeriesVersion, status_url: str = "",
@@ -120,7 +140,7 @@ def series_info(version: SeriesVersion, status_url: str = "",
         title=version.title,
         version=version.version,
         patches=version.expected,
-        lore_url=f"{LORE}{answered_message(version).msgid}",
+        lore_url=f"{LORE}{answered_message(version).sent_msgid}",
         status_url=status_url,
         series_version_id=version.id,
         anchor_msgid=version.anchor_msgid,
@@ -145,10 +165,10 @@ def _resent(version: SeriesVersion, run_id: int | None) -> tuple[ResentPatch, ..
         return ()
     changed = [(i, msgid) for i, msgid in enumerate(tested, 1)
                if i > len(before[1]) or before[1][i - 1] != msgid]
-    dates = dict(session.execute(  # type: ignore[union-attr]
-        sa.select(Message.msgid, Message.date).where(Message.msgid.in_([m for _, m in changed]))
-    ).all()) if changed else {}
-    return tuple(ResentPatch(i, msgid, dates.get(msgid), before[0]) for i, msgid in changed)
+    sent = {m.msgid: m for m in session.scalars(  # type: ignore[union-attr]
+        sa.select(Message).where(Message.msgid.in_([m for _, m in changed])))} if changed else {}
+    return tuple(ResentPatch(i, sent[msgid].sent_msgid, sent[msgid].date, before[0])
+                 for i, msgid in changed if msgid in sent)
 
 
 def reply_options(report: ReportSettings) -> ReplyOptions:

@@ -9,7 +9,7 @@ passes what the run recorded.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -52,13 +52,19 @@ def apply_lines(msgid: str, revision: int, base: str, *, own_subthread: bool) ->
     return lines
 
 
-def raw_apply_lines(msgids: Sequence[str], base: str) -> list[str]:
+def raw_apply_lines(msgids: Sequence[str], base: str,
+                    keep: Mapping[int, str] | None = None) -> list[str]:
     """The series on its base when no `b4 am` line gives exactly its patches (parts in
     different threads on lore, a thread b4 reads otherwise): each patch's raw mail, in order,
-    then `git am` of them."""
+    then `git am` of them. `keep`: for a patch (by number) whose Message-ID names several
+    mails, which of them was applied, in a comment after its line."""
     width = max(2, len(str(len(msgids))))  # names that sort in patch order for the glob
-    lines = [f"curl -s -o {n:0{width}d}.eml {raw_url(msgid)}"
-             for n, msgid in enumerate(msgids, start=1)]
+    lines = []
+    for n, msgid in enumerate(msgids, start=1):
+        lines.append(f"curl -s -o {n:0{width}d}.eml {raw_url(msgid)}")
+        if keep and n in keep:
+            lines.append(f"# {n:0{width}d}.eml: lore gives every mail under this Message-ID; "
+                         f"keep only {keep[n]}")
     lines.append(f"git checkout {base} && git am ./*.eml" if base else "git am ./*.eml")
     return lines
 
