@@ -83,6 +83,7 @@ def patch_dict(patch: Patch, with_trailers: bool = True) -> dict[str, Any]:
         "index": patch.index,
         "subject": msg.subject,
         "message_id": msg.msgid,
+        "url": LORE + msg.sent_msgid,  # lore knows a copy by the id it claims
         "author": {"name": msg.from_name, "email": msg.from_email},
         "date": _iso(msg.date),
         "files": [f["path"] for f in msg.files],

@@ -64,6 +64,7 @@ def test_a_forged_copy_is_kept_but_never_taken_for_the_patch(
                                                            "mallory@evil.example"]
     version, patch = patch_two(db)
     assert patch["author"]["email"] == "ada@example.org"  # the real patch is what gets applied
+    assert patch["url"] == f"https://lore.kernel.org/r/{msgid}"  # as lore knows it
     assert "planted" not in str(patch["file_changes"])
     assert version["complete"]
     assert any(n.startswith(f"ambiguous Message-ID, settled: <{msgid}>")
