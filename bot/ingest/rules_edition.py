@@ -64,7 +64,11 @@ from bot.db.models import RulesEdition
 #    a Message-ID that several mails carry, each the same part sent again (one number and size;
 #    for a patch one diff), leaves its version complete, the first stored copy taken: a series
 #    sent a second time under its Message-IDs is tested (`bot.series.shared_ids`; linux-block).
-RULES_EDITION = 11
+# 12: a cover letter sent again under an earlier posting's Message-ID (kept as a copy in a thread
+#    of its own) is the cover letter of the patches sent with it in reply to that id, all of them
+#    or the few a list got (`bot.series.grouping`, rule 13; `shared_ids.resent_covers`;
+#    linux-block, linux-raid, linux-xfs).
+RULES_EDITION = 12
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -27,30 +27,22 @@ from bot.db.value_lists import in_param
 from bot.series import membership, records
 from bot.series.cover_shortlogs import group_thread
 from bot.series.grouping import Posting
-from bot.series.parts import ASSEMBLED_KINDS, HAS_DIFF
+from bot.series.parts import ASSEMBLED_KINDS, POSTING_COLUMNS
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
 from bot.series.shared_ids import (
     alike_copies,
     ambiguous,
     note_postings,
+    resent_covers,
     settle,
     shared_ids,
     unresolved,
 )
 from bot.series.trailers import attribute_trailers
 
-_POSTING_COLUMNS = (
-    Message.id, Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
-    Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
-    Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
-    Message.title, Message.prefixes, Message.base_commit, Message.change_id,
-    Message.claimed_msgid, Message.patch_fingerprint, HAS_DIFF,
-)  # fmt: skip
-
-
 # The statements a batch sends, built once: the lists they look up are their parameters.
-_POSTING_PARTS = sa.select(*_POSTING_COLUMNS).where(
+_POSTING_PARTS = sa.select(*POSTING_COLUMNS).where(
     in_param(Message.thread_id, "threads"), Message.kind.in_(ASSEMBLED_KINDS)
 )
 _PATCH_PLACES = sa.select(Patch.message_id, Patch.series_version_id).where(
@@ -228,6 +220,7 @@ def update_series(
     by_thread = _posting_parts(conn, posting_threads)
     shared = shared_ids(conn, by_thread)
     alike = alike_copies(conn, shared)
+    resent = resent_covers(conn, by_thread, shared)
     # copies of a shared Message-ID that no posting takes, patches without a diff, and patches
     # that are no longer: out of the versions that hold them
     not_taken: list[int] = list(no_longer_parts)
@@ -235,7 +228,8 @@ def update_series(
         parts, notes, dropped = settle(parts, shared, alike) if shared else (parts, {}, [])
         not_taken += dropped
         rows.update((r.msgid, r) for r in parts)
-        postings = group_thread(conn, parts)
+        rows.update((r.msgid, r) for r in resent.get(thread_id, ()))
+        postings = group_thread(conn, parts, resent.get(thread_id, ()))
         note_postings(postings, notes)
         found += [(thread_id, p) for p in postings]
         not_taken += [rows[m].id for p in postings for m in p.without_diff]

@@ -20,6 +20,7 @@ second time, with its cover letters' bodies read.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,24 +30,36 @@ from bot.db.value_lists import in_param
 from bot.mail.parse import parse_message
 from bot.mail.shortlog import read_shortlog
 from bot.series.grouping import Posting, group_postings
-from bot.series.parts import thread_message
+from bot.series.parts import ThreadMessage, thread_message
 
 _RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
 
 
-def group_thread(conn: sa.Connection, parts: list[Any]) -> list[Posting]:
+def group_thread(conn: sa.Connection, parts: list[Any],
+                 resent_covers: Sequence[Any] = ()) -> list[Posting]:
     """The postings of one thread's rows `parts` (`bot.series.grouping`), the cover letters'
-    shortlogs read where grouping asks for them."""
+    shortlogs read where grouping asks for them. `resent_covers`: rows of copies of its cover
+    letters kept in other threads (`bot.series.shared_ids.resent_covers`)."""
     messages = [thread_message(r._mapping) for r in parts]
-    postings = group_postings(messages)
+    copies = [(r.claimed_msgid, thread_message(r._mapping)) for r in resent_covers]
+    postings = group_postings(messages, _by_claim(copies))
     letters = {p.cover for p in postings if p.needs_shortlog}
     if not letters:
         return postings
     shortlogs = {}
-    ids = [r.id for r in parts if r.msgid in letters]
+    ids = [r.id for r in [*parts, *resent_covers] if r.msgid in letters]
     for msgid, raw in conn.execute(_RAW, {"ids": ids}):
         shortlogs[msgid] = read_shortlog(parse_message(raw, recipients=False).body)
-    return group_postings(
-        dataclasses.replace(m, shortlog=shortlogs[m.msgid]) if shortlogs.get(m.msgid) else m
-        for m in messages
-    )
+
+    def read(m: ThreadMessage) -> ThreadMessage:
+        return dataclasses.replace(m, shortlog=shortlogs[m.msgid]) if shortlogs.get(m.msgid) else m
+
+    return group_postings([read(m) for m in messages],
+                          _by_claim([(claimed, read(m)) for claimed, m in copies]))
+
+
+def _by_claim(copies: list[tuple[str, ThreadMessage]]) -> dict[str, list[ThreadMessage]]:
+    out: dict[str, list[ThreadMessage]] = {}
+    for claimed, message in copies:
+        out.setdefault(claimed, []).append(message)
+    return out

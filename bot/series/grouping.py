@@ -77,6 +77,13 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    named by its first patch, not a correction of each patch, which would make a version tested
    before hold patches it was not tested with. Fewer patches sent later stay corrections
    (rule 9: `[PATCH v5 3/6 REPLACE]`).
+13. A cover letter sent again under the Message-ID of an earlier posting's (Jan Kara keeps his
+   cover letters' ids from one version to the next: `[PATCH v4 0/29]` under v3's id) is kept as
+   a copy in a thread of its own (`bot.ingest.copies`), while the patches sent with it reply to
+   that id, into the earlier posting's thread. Those patches, a later run within minutes after
+   the copy, of its author and size, are the copy's posting, at its version and title: all of
+   them (rule 12 would name them by their first patch), or the few a list was sent (Cc'd on
+   `11/29` only), which would otherwise replace the earlier posting's as corrections.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -90,7 +97,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
@@ -166,9 +173,15 @@ def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
     return (msg.date or _NO_DATE, msg.counter, msg.msgid)
 
 
-def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
-    """Postings found among `messages` (usually one thread), in order of their dates."""
-    by_id = _with_covers({m.msgid: m for m in messages})
+def group_postings(
+    messages: Iterable[ThreadMessage],
+    resent_covers: Mapping[str, Sequence[ThreadMessage]] | None = None,
+) -> list[Posting]:
+    """Postings found among `messages` (usually one thread), in order of their dates.
+    `resent_covers`: copies of the thread's cover letters, sent under their Message-IDs and
+    kept elsewhere (in threads of their own), by the id they claim (rule 13)."""
+    copies = [c for found in (resent_covers or {}).values() for c in found]
+    by_id = _with_covers({m.msgid: m for m in [*messages, *copies]})
     misnumbered = _misnumbered(by_id)
     said = {msgid: by_id[msgid] for msgid in misnumbered}
     by_id.update(misnumbered)
@@ -224,13 +237,11 @@ def group_postings(messages: Iterable[ThreadMessage]) -> list[Posting]:
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
-    again = _sent_again(groups)  # rule 12
+    again = _sent_again(groups, resent_covers or {})  # rules 12 and 13
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
-        if (letter := again.get(posting.anchor)) is not None:
-            posting.notes.append(f"all its patches were sent again, in reply to the cover "
-                                 f"letter {letter.msgid} of an earlier posting: a posting of "
-                                 "its own")
+        if (note := again.get(posting.anchor)) is not None:
+            posting.notes.append(note)
         if (letter := said.get(posting.cover or "")) is not None:
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
@@ -473,15 +484,21 @@ def _join_additions(
         member_of.update((m.msgid, target) for m in group)
 
 
-def _sent_again(groups: dict[str, list[ThreadMessage]]) -> dict[str, ThreadMessage]:
-    """Rule 12: each later `git send-email` run of every patch of a posting, in reply to its
-    cover letter, is a posting of its own, named by its first patch: the cover letters of the
-    groups it was taken from, by the new groups' names."""
-    taken: dict[str, ThreadMessage] = {}
+def _sent_again(groups: dict[str, list[ThreadMessage]],
+                resent: Mapping[str, Sequence[ThreadMessage]]) -> dict[str, str]:
+    """Rules 12 and 13: each later `git send-email` run of patches in reply to a posting's
+    cover letter is a posting of its own when it sends every number (named by its first
+    patch), or when a copy of the cover letter, sent under its Message-ID (`resent`, by the id
+    they claim), came with it (named by that copy, its cover letter). The note for each new
+    group, by its name."""
+    notes: dict[str, str] = {}
     for anchor, group in list(groups.items()):
         cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
         if cover is None:
             continue
+        letters = sorted((c for c in resent.get(cover.msgid, ()) if c.kind == "cover"
+                          and c.counter == 0 and c.total == cover.total and c.date is not None
+                          and same_author(c, cover)), key=_by_date)
         numbers = set(range(1, cover.total + 1))
         runs: list[list[ThreadMessage]] = []  # patches each sent within minutes of the last
         for msg in sorted((m for m in group if m.kind == "patch"), key=_by_date):
@@ -490,13 +507,25 @@ def _sent_again(groups: dict[str, list[ThreadMessage]]) -> dict[str, ThreadMessa
             else:
                 runs.append([msg])
         whole = [run for run in runs if numbers <= {m.counter for m in run}]
-        for run in whole[1:]:
-            if _one_send(cover, run[0]):  # the same run again: rule 9 takes its first copies
+        for run in runs:
+            if _one_send(cover, run[0]):  # its own run, or the same run again (rule 9)
                 continue
-            groups[anchor] = [m for m in groups[anchor] if m not in run]
-            groups[run[0].msgid] = run
-            taken[run[0].msgid] = cover
-    return taken
+            letter = next((c for c in reversed(letters) if _one_send(c, run[0])
+                           and c.date <= run[0].date), None)  # type: ignore[operator]
+            if letter is not None:  # rule 13
+                groups[anchor] = [m for m in groups[anchor] if m not in run]
+                groups[letter.msgid] = [*groups.get(letter.msgid, [letter]), *run]
+                notes[letter.msgid] = (
+                    f"its cover letter was sent again under the Message-ID of an earlier "
+                    f"posting's, {cover.msgid}, in a thread of its own; the patches sent with "
+                    "it, in reply to that id, are its own")
+            elif whole and run in whole[1:]:  # rule 12
+                groups[anchor] = [m for m in groups[anchor] if m not in run]
+                groups[run[0].msgid] = run
+                notes[run[0].msgid] = (
+                    f"all its patches were sent again, in reply to the cover letter "
+                    f"{cover.msgid} of an earlier posting: a posting of its own")
+    return notes
 
 
 def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:

@@ -19,6 +19,15 @@ ASSEMBLED_KINDS = ("cover", "patch", "other")
 # Whether a stored message carries a diff (one names a file at least): selected with the other
 # columns `thread_message` reads.
 HAS_DIFF = (sa.func.json_array_length(Message.files) > 0).label("has_diff")
+# What series assembly reads of a thread's parts: `thread_message`'s columns and what a version
+# stores of them.
+POSTING_COLUMNS = (
+    Message.id, Message.msgid, Message.in_reply_to, Message.references, Message.thread_id,
+    Message.from_email, Message.from_name, Message.date, Message.kind, Message.version,
+    Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
+    Message.title, Message.prefixes, Message.base_commit, Message.change_id,
+    Message.claimed_msgid, Message.patch_fingerprint, HAS_DIFF,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from bot.db.models import Message
 from bot.db.value_lists import in_param, list_param
 from bot.series.grouping import Posting
+from bot.series.parts import POSTING_COLUMNS
 
 NOTE = "ambiguous Message-ID"  # how the notes this module writes begin
 UNRESOLVED = "unresolved"
@@ -116,10 +117,14 @@ def settle(parts: list[Any], shared: set[str], alike: Mapping[str, int]
                 f"{best.from_email} dated {best.date}, whose sender, parent and date match the "
                 "rest of the series")
         elif msgid in alike:
-            what = "patch (one diff)" if chosen.kind == "patch" else "cover letter"
+            # cover letters alike in size only: a series sent again, or a later version's
+            # letter kept under the id (`grouping` rule 13)
+            what = ("the same patch (one diff)" if chosen.kind == "patch"
+                    else f"a cover letter of {chosen.total} "
+                    + ("patch" if chosen.total == 1 else "patches"))
             notes[chosen.msgid] = (
-                f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid]} mails that send the "
-                f"same {what}; took the first stored, dated {chosen.date}")
+                f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid]} mails that send "
+                f"{what}; took the first stored, dated {chosen.date}")
         else:
             notes[chosen.msgid] = (
                 f"{NOTE}, {UNRESOLVED}: <{msgid}> is carried by different mails and nothing "
@@ -159,6 +164,30 @@ def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
             count[row.msgid] += 1
     return {msgid: count[msgid] for msgid, kinds in found.items()
             if len(kinds) == 1 and count[msgid] > 1 and _one_part(next(iter(kinds)))}
+
+
+_COPIES = sa.select(Message.id, Message.kind, Message.thread_id).where(
+    in_param(Message.claimed_msgid, "ids"))
+_COPIES_SQLITE = _claiming_sqlite("id, kind, thread_id")
+_ROWS = sa.select(*POSTING_COLUMNS).where(in_param(Message.id, "ids"))
+
+
+def resent_covers(conn: sa.Connection, by_thread: Mapping[int, list[Any]], shared: set[str]
+                  ) -> dict[int, list[Any]]:
+    """For each thread, the copies kept in other threads of its cover letters (a cover letter
+    sent again under the id of an earlier one: `grouping` rule 13), as rows of its parts."""
+    covers = {r.msgid: thread for thread, parts in by_thread.items() for r in parts
+              if r.kind == "cover" and not r.claimed_msgid and r.msgid in shared}
+    if not covers:
+        return {}
+    query = _COPIES_SQLITE if conn.dialect.name == "sqlite" else _COPIES
+    ids = [row.id for row in conn.execute(query, {"ids": sorted(covers)})
+           if row.kind == "cover"]
+    out: dict[int, list[Any]] = defaultdict(list)
+    for row in conn.execute(_ROWS, {"ids": ids}) if ids else ():
+        if (thread := covers[row.claimed_msgid]) != row.thread_id:
+            out[thread].append(row)
+    return out
 
 
 def _one_part(kind: tuple[Any, ...]) -> bool:

@@ -124,7 +124,7 @@ def test_a_series_sent_again_under_its_message_ids_is_tested(
     assert version["complete"]  # the planner, apply, build and review take it
     assert [p["message_id"] for p in version["patches"]] == [msgs_id(m) for m in sent[1:]]
     assert sorted(n.split(">")[1].split(";")[0] for n in version["notes"]) == sorted(
-        [" is carried by 2 mails that send the same cover letter"]
+        [" is carried by 2 mails that send a cover letter of 3 patches"]
         + [" is carried by 2 mails that send the same patch (one diff)"] * 3)
     assert all(n.startswith("ambiguous Message-ID, settled: <") and "took the first stored"
                in n for n in version["notes"])

@@ -35,8 +35,9 @@ def series(prefix: str, n: int, reply: str | None = None, **kw) -> list[ThreadMe
                      for i in range(1, n + 1)]
 
 
-def found(messages: list[ThreadMessage]) -> list[tuple]:
-    return [(p.version, p.cover, p.members) for p in group_postings(messages)]
+def found(messages: list[ThreadMessage],
+          resent_covers: dict[str, list[ThreadMessage]] | None = None) -> list[tuple]:
+    return [(p.version, p.cover, p.members) for p in group_postings(messages, resent_covers)]
 
 
 def test_a_patch_from_another_person_is_not_part_of_the_series():
@@ -477,3 +478,32 @@ def test_unnumbered_patches_of_several_authors_go_in_the_order_sent():
     # sent against a block's order (j2 before j1), the order tells nothing: postings of their own
     swapped = [unnumbered(t, t, version=3, explicit=True) for t in ["d1", "j2", "d2", "j1", "j3"]]
     assert [p.cover for p in group_postings([letter, *swapped])] == ["c0"] + [None] * 5
+
+
+def test_a_copy_of_the_cover_letter_takes_the_later_patches_sent_with_it():
+    """Rule 13: v4's cover letter under v3's Message-ID, kept as a copy elsewhere, and v4's
+    patches in reply to that id a month later: the copy's posting, all of them or one. A copy
+    of another author, or patches sent long after the copy, change nothing."""
+    v3 = series("a", 2)
+    v3[0] = dataclasses.replace(v3[0], version=3, version_explicit=True)
+    month = dt.timedelta(days=30)
+
+    def later(m: ThreadMessage, name: str) -> ThreadMessage:
+        return dataclasses.replace(m, msgid=name, date=m.date + month)
+
+    letter = dataclasses.replace(later(v3[0], "copy@copy.lorelab.invalid"), version=4)
+    alone = (4, letter.msgid, [letter.msgid])  # a cover letter alone: no posting (assembly)
+    v4 = [later(v3[1], "b1"), later(v3[2], "b2")]
+    assert found(v3 + v4, {"a0": [letter]}) == [
+        (3, "a0", ["a0", "a1", "a2"]), (4, "copy@copy.lorelab.invalid",
+                                        ["copy@copy.lorelab.invalid", "b1", "b2"])]
+    assert found(v3 + v4[1:], {"a0": [letter]}) == [
+        (3, "a0", ["a0", "a1", "a2"]), (4, "copy@copy.lorelab.invalid",
+                                        ["copy@copy.lorelab.invalid", "b2"])]
+    # Without the copy: all of them are a posting of their own (rule 12), one a correction.
+    assert found(v3 + v4, {}) == [(3, "a0", ["a0", "a1", "a2"]), (1, None, ["b1", "b2"])]
+    assert found(v3 + v4[1:], {}) == [(3, "a0", ["a0", "a1", "b2"])]
+    mallory = dataclasses.replace(letter, author="mallory@evil.example", author_name="Mallory")
+    assert found(v3 + v4[1:], {"a0": [mallory]}) == [(3, "a0", ["a0", "a1", "b2"]), alone]
+    early = dataclasses.replace(letter, date=letter.date - dt.timedelta(hours=1))
+    assert found(v3 + v4[1:], {"a0": [early]}) == [(3, "a0", ["a0", "a1", "b2"]), alone]

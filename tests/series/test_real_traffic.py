@@ -241,6 +241,52 @@ def test_every_patch_sent_again_later_under_the_cover_letter_is_a_posting_of_its
                                  f"{msgs_id(first[0])} of an earlier posting: a posting of its own"]
 
 
+@pytest.mark.parametrize(("cc", "arrival"), [("all", "in order"), ("patch 2", "in order"),
+                                             ("all", "letter last, alone")])
+def test_a_cover_letter_sent_again_under_an_earlier_versions_id_is_its_patches_cover_letter(
+    db, make, ingest_settings, cc, arrival
+):
+    """Jan Kara's "block: Make blkdev_get_by_*() return handle": `[PATCH v4 0/29]` a month
+    after v3, under v3's cover letter's Message-ID, its patches (`[PATCH 01/29]`.., no version)
+    in reply to that id. lorelab keeps the v4 letter as a copy in a thread of its own, and the
+    patches went to v3's thread: on linux-block v4 was a cover-less posting titled by its patch
+    1, a series apart from v3; on linux-raid, Cc'd on 11/29 only, v4's 11/29 replaced v3's as a
+    correction and v3 held a patch it was not sent with. Now the copy is v4's cover letter."""
+    v3spec = SeriesSpec(title="block: Make blkdev_get_by_*() return handle", patches=3,
+                        version=3)
+    v4spec = dataclasses.replace(v3spec, version=4, same_changes_as=v3spec, revised=(2,))
+
+    def untagged_patches(files: list[bytes], version: int) -> list[bytes]:
+        return [files[0], *(m.replace(f"[PATCH v{version} ".encode(), b"[PATCH ", 1)
+                            for m in files[1:])]
+
+    v3 = send_email(untagged_patches(make(v3spec), 3),
+                    start=dt.datetime(2026, 8, 23, 10, 48, tzinfo=dt.UTC))
+    v4 = send_email(untagged_patches(make(v4spec), 4),
+                    start=dt.datetime(2026, 9, 27, 9, 34, tzinfo=dt.UTC))
+    v4 = [with_header(v4[0], "Message-ID", reply_to(v3)),
+          *(with_header(with_header(m, "In-Reply-To", reply_to(v3)), "References", reply_to(v3))
+            for m in v4[1:])]
+    if cc == "patch 2":
+        v3, v4 = [v3[0], v3[2]], [v4[0], v4[2]]
+    if arrival == "in order":
+        store(db, v3 + v4, ingest_settings)
+    else:  # the letter's copy stored after the patches sent with it, in a batch of its own
+        store(db, v3 + v4[1:], ingest_settings)
+        store(db, v4[:1], ingest_settings)
+    s = only_series(db)
+    assert s["title"] == v3spec.title
+    earlier, later = s["versions"]
+    assert shape(earlier) == (3, msgs_id(v3[0]), ids(v3[1:]), cc == "all")
+    assert later["version"] == 4 and later["cover_message_id"].endswith("@copy.lorelab.invalid")
+    assert [p["message_id"] for p in later["patches"]] == ids(v4[1:])
+    assert later["complete"] == (cc == "all")
+    assert later["url"] == f"https://lore.kernel.org/r/{msgs_id(v3[0])}"  # as lore knows it
+    assert (f"its cover letter was sent again under the Message-ID of an earlier posting's, "
+            f"{msgs_id(v3[0])}, in a thread of its own; the patches sent with it, in reply to "
+            "that id, are its own") in later["notes"]
+
+
 def test_a_patch_sent_again_later_in_the_thread_is_still_the_correction(
     db, make, ingest_settings
 ):
