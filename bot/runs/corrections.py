@@ -17,9 +17,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
-from bot.db.models import Run, RunStep, SeriesVersion
+from bot.db.models import Message, Patch, Run, RunStep, SeriesVersion
 from bot.runs.records import ApplyRecord
 
 
@@ -44,7 +44,10 @@ def corrected_versions(session: Session, since: dt.datetime) -> list[Corrected]:
         .where(Run.id.in_(last), SeriesVersion.complete.is_(True),
                SeriesVersion.updated_at > Run.created_at,
                sa.or_(SeriesVersion.date.is_(None), SeriesVersion.date >= since))
-        .order_by(SeriesVersion.id)).all()
+        .order_by(SeriesVersion.id)
+        # the patches' ids only: a statement for all, no mail decompressed
+        .options(selectinload(SeriesVersion.patches).joinedload(Patch.message)
+                 .load_only(Message.id, Message.msgid))).all()
     out = []
     for version, run, step in rows:
         applied = ApplyRecord.from_step(step).patches
