@@ -56,6 +56,8 @@ def _posting_messages(session: Session, version: SeriesVersion) -> list[bytes]:
     thread_ids = {
         v.thread_id for v in version.series.versions if v.version <= version.version and v.thread_id
     } | {p.message.thread_id for p in version.applied_patches}  # unthreaded postings span threads
+    if version.cover is not None:  # a copy of a cover letter is kept in a thread of its own
+        thread_ids.add(version.cover.thread_id)
     rows = session.execute(
         sa.select(Message.id, Message.msgid, Message.claimed_msgid, Message.raw)
         .where(Message.thread_id.in_(thread_ids)).order_by(Message.id)

@@ -285,6 +285,14 @@ def test_a_cover_letter_sent_again_under_an_earlier_versions_id_is_its_patches_c
     assert (f"its cover letter was sent again under the Message-ID of an earlier posting's, "
             f"{msgs_id(v3[0])}, in a thread of its own; the patches sent with it, in reply to "
             "that id, are its own") in later["notes"]
+    if cc == "all":  # what a run of v4 applies: v4's patches, with v4's letter among the mails
+        with db.session() as session:
+            version = session.get(SeriesVersion, later["id"])
+            mbox = am_ready_mbox(session, version)
+            assert version.cover.subject.startswith("[PATCH v4 0/3]")
+        assert [header(b"Subject: " + m.split(b"\n\n", 1)[0], "Subject")
+                for m in mbox.split(b"\nSubject: ")[1:]] == [header(m, "Subject")
+                                                              for m in v4[1:]]
 
 
 def test_a_patch_sent_again_later_in_the_thread_is_still_the_correction(
