@@ -88,9 +88,11 @@ def fetch_lines(version: SeriesVersion, base: str, tested: Sequence[str] = ()) -
     (with `--no-parent` when every patch applied is in that message's subthread; a partial
     reroll's patches of the version it rerolls seldom are) when a dry run of that line on the
     stored thread gives exactly those patches, else each patch's raw mail from lore: where b4
-    reads the thread otherwise, or lore has parts in threads of their own (lorelab joins
-    numbered parts sent with no threading headers). `tested`: the patches the run applied
-    (`patches_applied_by`), which a correction sent since may have replaced in the version."""
+    reads the thread otherwise, lore has parts in threads of their own (lorelab joins
+    numbered parts sent with no threading headers), or other stored mails carry a Message-ID of
+    them too (then with a comment saying which mail to keep). Each mail by the id it carries.
+    `tested`: the patches the run applied (`patches_applied_by`), which a correction sent since
+    may have replaced in the version."""
     from bot.series.mbox import b4_am_revision  # imports b4: only where a reply is composed
 
     first = answered_message(version)
@@ -129,9 +131,10 @@ def _carriers(session: Session, msgids: Sequence[str]) -> dict[str, int]:
 
 def _copy_notes(applied: Sequence[Message], shared: dict[str, int]) -> dict[int, str]:
     """For each patch whose Message-ID other mails carry too, by number: which one to keep."""
-    return {n: f"the one from {m.from_email} dated {m.date:%Y-%m-%d %H:%M:%S} UTC "
-               f"({shared[m.sent_msgid]} mails carry it)"
-            for n, m in enumerate(applied, 1) if m.sent_msgid in shared and m.date}
+    return {n: f"the one from {m.from_email}"
+               + (f" dated {m.date:%Y-%m-%d %H:%M:%S} UTC" if m.date else "")
+               + f" ({shared[m.sent_msgid]} mails carry it)"
+            for n, m in enumerate(applied, 1) if m.sent_msgid in shared}
 
 
 def series_info(version: SeriesVersion, status_url: str = "",
