@@ -29,6 +29,7 @@ from bot.db.models import (
     LabCampaign,
     LabSample,
     MailingList,
+    Message,
     MessageList,
     OutboxReply,
     Patch,
@@ -39,7 +40,7 @@ from bot.db.models import (
     iso_utc,
 )
 from bot.runs.outcome import decide, main_verdicts
-from bot.runs.records import ReportRecord
+from bot.runs.records import ApplyRecord, ReportRecord
 from bot.series.views import STAGES as STAGES  # the status page's columns (app.py)
 from bot.series.views import Stage, series_views
 from bot.web.queues import queue_lengths
@@ -211,6 +212,9 @@ class RunView:
     options: dict[str, Any] = field(default_factory=dict)  # a follow-up: what it was asked for
     reply: ReplyRef | None = None  # the reply this run wrote, if any
     follow_ups: list[FollowUpView] = field(default_factory=list)  # a review's, oldest first
+    # The patches its apply step applied, in order, by the Message-IDs their mails carry (a
+    # correction sent since may have replaced one in the version: bot.runs.corrections).
+    patches: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -408,6 +412,14 @@ def _run_views(session: Session, runs: list[Run], versions: dict[int, SeriesVers
     replies = _replies_of(session, runs)
     views = [_run_view(r, versions.get(r.series_version_id), campaigns[r.id], base_url,
                        replies.get(r.id)) for r in runs]
+    applied = {r.id: ApplyRecord.from_step(next((s for s in r.steps if s.name == "apply"),
+                                                None)).patches for r in runs}
+    wanted = {m for patches in applied.values() for m in patches}
+    sent = {msgid: claimed or msgid for msgid, claimed in session.execute(
+        sa.select(Message.msgid, Message.claimed_msgid).where(Message.msgid.in_(wanted))
+    )} if wanted else {}
+    for view in views:
+        view.patches = [sent.get(m, m) for m in applied[view.id]]
     by_id = {view.id: view for view in views}
     for view in sorted(views, key=lambda v: v.id):
         parent = by_id.get(view.parent_run_id) if view.parent_run_id is not None else None

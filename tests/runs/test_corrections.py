@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from pathlib import Path
 
 import pytest
+import requests
 import sqlalchemy as sa
 
 from bot.config import Settings
@@ -23,6 +25,8 @@ from bot.runs.planner import plan_new_versions
 from bot.runs.records import ApplyRecord
 from bot.runs.states import RunState, StepState
 from tests.series.mailing import msgs_id, store, with_header
+from tests.support.web_data import web_settings
+from tests.support.web_server import serving
 from workers.kernel.steps import run_apply_step
 
 V1 = SeriesSpec(title="mm: reclaim in larger batches", patches=3)
@@ -110,3 +114,9 @@ def test_a_version_corrected_after_its_run_applied_it_is_measured_again(
         assert series_info(version, run_id=first.run_id).resent_sentence() == ""
         assert plan_new_versions(session, settings) == []
         assert session.scalar(sa.select(sa.func.count()).select_from(Run)) == 2
+    # each run's page links the patches it applied, as lore knows them
+    with serving(web_settings(db.url)) as site:
+        pages = [requests.get(f"{site}/runs/{run_id}", timeout=10).text
+                 for run_id in (first.run_id, again.run_id)]
+    for page, patches in zip(pages, (sent, now), strict=True):
+        assert re.findall(r'href="https://lore.kernel.org/r/([^"]+)">\d/3<', page) == list(patches)
