@@ -68,7 +68,10 @@ from bot.db.models import RulesEdition
 #    of its own) is the cover letter of the patches sent with it in reply to that id, all of them
 #    or the few a list got (`bot.series.grouping`, rule 13; `shared_ids.resent_covers`;
 #    linux-block, linux-raid, linux-xfs).
-RULES_EDITION = 12
+# 13: a cover letter without patches of its own, sent in reply to a patch of a posting without
+#    one (written later, or `git send-email` given the files out of order), is that posting's
+#    (`bot.series.grouping`, rule 14; io-uring, linux-raid).
+RULES_EDITION = 13
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -84,6 +84,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    the copy, of its author and size, are the copy's posting, at its version and title: all of
    them (rule 12 would name them by their first patch), or the few a list was sent (Cc'd on
    `11/29` only), which would otherwise replace the earlier posting's as corrections.
+14. A cover letter without patches of its own, sent in reply to a patch of a posting that has
+   none, of its author, version, size and RESEND flag, is that posting's: written after the
+   patches and sent in reply to the first (io-uring, "optimise sqe-to-req flags", 19 minutes
+   later), or `git send-email` given the files in another order, the cover letter among them
+   and every mail in reply to the first file (linux-raid, mdadm "Write Zeroes option" v5).
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -237,11 +242,15 @@ def group_postings(
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
+    late = _late_covers(groups, by_id)  # rule 14
     again = _sent_again(groups, resent_covers or {})  # rules 12 and 13
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
         if (note := again.get(posting.anchor)) is not None:
             posting.notes.append(note)
+        if posting.cover in late:
+            posting.notes.append(f"its cover letter was sent in reply to its patch "
+                                 f"{late[posting.cover]}, not the patches in reply to it")
         if (letter := said.get(posting.cover or "")) is not None:
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
@@ -526,6 +535,31 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
                     f"all its patches were sent again, in reply to the cover letter "
                     f"{cover.msgid} of an earlier posting: a posting of its own")
     return notes
+
+
+def _late_covers(groups: dict[str, list[ThreadMessage]],
+                 by_id: dict[str, ThreadMessage]) -> dict[str, int]:
+    """Rule 14: a cover letter without patches of its own, sent in reply to a patch of a
+    posting without one, of its author and key, is that posting's. The number of the patch
+    each such letter replies to, by the letter's Message-ID."""
+    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
+    late: dict[str, int] = {}
+    for anchor, group in list(groups.items()):
+        if len(group) != 1 or group[0].kind != "cover" or group[0].counter != 0:
+            continue
+        letter = group[0]
+        target = member_of.get(letter.hook or "")
+        patch = by_id.get(letter.hook or "")
+        if target is None or target == anchor or patch is None or patch.kind != "patch":
+            continue
+        posting = groups[target]
+        if any(m.kind == "cover" for m in posting) or not all(
+                m.key == letter.key and same_author(m, letter) for m in posting):
+            continue
+        groups[target] = sorted([letter, *posting], key=_by_date)
+        del groups[anchor]
+        late[letter.msgid] = patch.counter
+    return late
 
 
 def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:

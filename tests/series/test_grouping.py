@@ -507,3 +507,20 @@ def test_a_copy_of_the_cover_letter_takes_the_later_patches_sent_with_it():
     assert found(v3 + v4[1:], {"a0": [mallory]}) == [(3, "a0", ["a0", "a1", "b2"]), alone]
     early = dataclasses.replace(letter, date=letter.date - dt.timedelta(hours=1))
     assert found(v3 + v4[1:], {"a0": [early]}) == [(3, "a0", ["a0", "a1", "b2"]), alone]
+
+
+def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_letter():
+    """Rule 14: written after its patches and sent in reply to patch 1; or sent among them by
+    one `git send-email` run given the files in another order, everything in reply to the
+    first file. A letter of another size, version or author stays apart."""
+    one = msg("p1", counter=1, total=2)
+    two = msg("p2", "p1", counter=2, total=2)
+    letter = cover("c0", 2, reply="p1")
+    assert found([one, two, letter]) == [(1, "c0", ["c0", "p1", "p2"])]
+    scrambled = [msg("q2", counter=2, total=2), cover("d0", 2, reply="q2"),
+                 msg("q1", "q2", counter=1, total=2)]
+    assert found(scrambled) == [(1, "d0", ["d0", "q1", "q2"])]
+    for other in (cover("e0", 3, reply="p1"), cover("e0", 2, reply="p1", version=2,
+                                                   explicit=True),
+                  cover("e0", 2, reply="p1", author="bob@example.org", name="Bob")):
+        assert [p.cover for p in group_postings([one, two, other])] == [None, "e0"]

@@ -295,6 +295,33 @@ def test_a_cover_letter_sent_again_under_an_earlier_versions_id_is_its_patches_c
                                                               for m in v4[1:]]
 
 
+@pytest.mark.parametrize("how", ["written later", "files out of order"])
+def test_a_cover_letter_sent_in_reply_to_a_patch_is_its_postings(db, make, ingest_settings, how):
+    """Pavel Begunkov's "optimise sqe-to-req flags" (io-uring): two patches, then the cover
+    letter 19 minutes later in reply to patch 1; mdadm's "Write Zeroes option" v5 (linux-raid):
+    `git send-email` given the files in another order, the cover letter third, every mail in
+    reply to the first file. Before, the version had no cover letter (titled by its patch 1)
+    and the letter was a posting of its own with no patches."""
+    files = make(V1)
+    start = dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC)
+    if how == "written later":
+        patches = send_email(files[1:], start=start)
+        letter = send_email(files[:1], start=start + dt.timedelta(minutes=19))[0]
+        letter = with_header(with_header(letter, "In-Reply-To", reply_to(patches)),
+                             "References", reply_to(patches))
+        sent, number = [*patches, letter], 1
+    else:
+        sent = send_email([files[2], files[0], files[1], files[3]], start=start)
+        letter, patches, number = sent[1], [sent[2], sent[0], sent[3]], 2
+    store(db, sent, ingest_settings)
+    s = only_series(db)
+    (version,) = s["versions"]
+    assert shape(version) == (1, msgs_id(letter), ids(patches), True)
+    assert s["title"] == V1.title
+    assert version["notes"] == [f"its cover letter was sent in reply to its patch {number}, not "
+                                "the patches in reply to it"]
+
+
 def test_a_patch_sent_again_later_in_the_thread_is_still_the_correction(
     db, make, ingest_settings
 ):
