@@ -253,10 +253,10 @@ def _measuring_runs(session: Session,
 
 
 def same_patches_words(version: Mapping[str, Any]) -> tuple[str, str]:
-    """What became of the run measuring a version's patches (`measured_by_*` of its shape), as
-    the words before and after "run N": it was stopped or failed since the planner chose it, and
-    then nothing measured them (the planner plans such a version again unless a newer version
-    of its series has a run, bot.runs.planner)."""
+    """The words before and after "run N" that say what became of the run measuring a
+    version's patches (`measured_by_*` of its shape): it will measure, is measuring or tested
+    them; or it was stopped or failed, and nothing measured them (the planner then plans the
+    version again unless a newer version of its series has a run, bot.runs.planner)."""
     same = f"the same patches as {version['measured_by_label'] or 'another version'}"
     state = version["measured_by_state"]
     if state == "queued":
