@@ -142,11 +142,18 @@ def note_postings(postings: Iterable[Posting], notes: dict[str, str]) -> None:
 # The mails carrying shared ids, each through its index: the first stored, under the id, and the
 # copies claiming it (on SQLite told to take the index, as `_CLAIMED_SQLITE` says why).
 _COPY_COLUMNS = (sa.func.coalesce(Message.claimed_msgid, Message.msgid).label("msgid"),
-                 Message.kind, Message.counter, Message.total, Message.patch_fingerprint)
+                 Message.id, Message.thread_id, Message.kind, Message.counter, Message.total,
+                 Message.patch_fingerprint)
 _FIRST_COPIES = sa.select(*_COPY_COLUMNS).where(in_param(Message.msgid, "ids"))
 _CLAIMING = sa.select(*_COPY_COLUMNS).where(in_param(Message.claimed_msgid, "ids"))
 _CLAIMING_SQLITE = _claiming_sqlite(
-    "claimed_msgid AS msgid, kind, counter, total, patch_fingerprint")
+    "claimed_msgid AS msgid, id, thread_id, kind, counter, total, patch_fingerprint")
+
+
+def _claiming(conn: sa.Connection, ids: Iterable[str]) -> list[Any]:
+    """The copies claiming these ids (`_COPY_COLUMNS`, `msgid` the id claimed)."""
+    query = _CLAIMING_SQLITE if conn.dialect.name == "sqlite" else _CLAIMING
+    return list(conn.execute(query, {"ids": sorted(ids)}))
 
 
 def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
@@ -157,18 +164,13 @@ def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
         return {}
     found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     count: Counter[str] = Counter()
-    claiming = _CLAIMING_SQLITE if conn.dialect.name == "sqlite" else _CLAIMING
-    for query in (_FIRST_COPIES, claiming):
-        for row in conn.execute(query, {"ids": sorted(shared)}):
-            found[row.msgid].add((row.kind, row.counter, row.total, row.patch_fingerprint))
-            count[row.msgid] += 1
+    for row in [*conn.execute(_FIRST_COPIES, {"ids": sorted(shared)}), *_claiming(conn, shared)]:
+        found[row.msgid].add((row.kind, row.counter, row.total, row.patch_fingerprint))
+        count[row.msgid] += 1
     return {msgid: count[msgid] for msgid, kinds in found.items()
             if len(kinds) == 1 and count[msgid] > 1 and _one_part(next(iter(kinds)))}
 
 
-_COPIES = sa.select(Message.id, Message.kind, Message.thread_id).where(
-    in_param(Message.claimed_msgid, "ids"))
-_COPIES_SQLITE = _claiming_sqlite("id, kind, thread_id")
 _ROWS = sa.select(*POSTING_COLUMNS).where(in_param(Message.id, "ids"))
 
 
@@ -180,13 +182,11 @@ def resent_covers(conn: sa.Connection, by_thread: Mapping[int, list[Any]], share
               if r.kind == "cover" and not r.claimed_msgid and r.msgid in shared}
     if not covers:
         return {}
-    query = _COPIES_SQLITE if conn.dialect.name == "sqlite" else _COPIES
-    ids = [row.id for row in conn.execute(query, {"ids": sorted(covers)})
-           if row.kind == "cover"]
+    ids = [row.id for row in _claiming(conn, covers)
+           if row.kind == "cover" and row.thread_id != covers[row.msgid]]
     out: dict[int, list[Any]] = defaultdict(list)
     for row in conn.execute(_ROWS, {"ids": ids}) if ids else ():
-        if (thread := covers[row.claimed_msgid]) != row.thread_id:
-            out[thread].append(row)
+        out[covers[row.claimed_msgid]].append(row)
     return out
 
 
