@@ -308,17 +308,16 @@ def test_a_run_after_a_correction_says_which_patches_it_tests_in_place_of_which_
     ctx, _ = load_results(json.loads((RESULTS / "vmscan-bailout-take2.json").read_text()))
     bench = compose_benchmark_reply(dataclasses.replace(ctx, series=dataclasses.replace(
         ctx.series, patches=3, resent=resent)), OPTIONS)
-    said = ("This run tests patch 2/3 as sent again on 2026-12-02 <20261202-fix-2@example.org>: "
-            "run 12 tested the copy it replaced.")
+    said = ("This run tests patch 2/3 as sent on 2026-12-02 <20261202-fix-2@example.org>, in "
+            "place of the one run 12 tested.")
     for reply in (bench, apply_failure_reply(resent)):
         first = parse(reply).get_content().split("\n\n")[0]
         assert " ".join(first.split()).endswith(said)
-    assert "sent again" not in parse(apply_failure_reply()).get_content()
+    assert "in place of" not in parse(apply_failure_reply()).get_content()
     two = (*resent, ResentPatch(3, "20261203-fix-3@example.org", None, 12))
     assert SeriesInfo("t", 1, 3, resent=two).resent_sentence() == (
-        " This run tests patch 2/3 as sent again on 2026-12-02 <20261202-fix-2@example.org>; "
-        "patch 3/3 as sent again <20261203-fix-3@example.org>: run 12 tested the copies they "
-        "replaced.")
+        " This run tests patch 2/3 as sent on 2026-12-02 <20261202-fix-2@example.org>; "
+        "patch 3/3 as sent <20261203-fix-3@example.org>, in place of the ones run 12 tested.")
 
 
 def test_tail_regression_and_counter_changes_get_verdict_lines() -> None:

@@ -109,8 +109,8 @@ def test_a_version_corrected_after_its_run_applied_it_is_measured_again(
         # its reply says why a second one: which patch it tests in place of which run's
         version = session.get(SeriesVersion, first.series_version_id)
         assert series_info(version, run_id=again.run_id).resent_sentence() == (
-            f" This run tests patch 2/3 as sent again on {later_day:%Y-%m-%d} <{now[1]}>: run "
-            f"{first.run_id} tested the copy it replaced.")
+            f" This run tests patch 2/3 as sent on {later_day:%Y-%m-%d} <{now[1]}>, in place of "
+            f"the one run {first.run_id} tested.")
         assert series_info(version, run_id=first.run_id).resent_sentence() == ""
         assert plan_new_versions(session, settings) == []
         assert session.scalar(sa.select(sa.func.count()).select_from(Run)) == 2

@@ -50,13 +50,13 @@ class ParentMessage:
 
 @dataclass(frozen=True)
 class ResentPatch:
-    """A patch of the version sent again since an earlier run of it applied another copy (a
-    correction; bot.runs.corrections): the run replied about tests this one."""
+    """A patch of the version that is another mail than the one an earlier run of it applied
+    (a correction sent since; bot.runs.corrections): the run replied about tests this one."""
 
     index: int
     msgid: str
     date: dt.datetime | None
-    earlier_run: int  # the run that tested the copy it replaced
+    earlier_run: int  # the run that tested the mail this one stands in place of
 
 
 @dataclass(frozen=True)
@@ -82,17 +82,16 @@ class SeriesInfo:
 
     def resent_sentence(self) -> str:
         """Why a second reply about this version, to follow a sentence (with a space before
-        it): which patches were sent again since an earlier run tested the copies they
-        replaced; "" when none were."""
+        it): which patches are other mails than an earlier run tested; "" when none are. It
+        names each mail, not why it changed (a correction, usually)."""
         if not self.resent:
             return ""
-        items = [f"patch {p.index}/{self.patches} as sent again"
+        items = [f"patch {p.index}/{self.patches} as sent"
                  + (f" on {p.date:%Y-%m-%d}" if p.date else "") + f" <{p.msgid}>"
                  for p in self.resent]
-        runs = sorted({p.earlier_run for p in self.resent})
-        which = " and ".join(f"run {r}" for r in runs)
-        copies = "the copy it replaced" if len(items) == 1 else "the copies they replaced"
-        return f" This run tests {'; '.join(items)}: {which} tested {copies}."
+        runs = " and ".join(f"run {r}" for r in sorted({p.earlier_run for p in self.resent}))
+        ones = "the one" if len(items) == 1 else "the ones"
+        return f" This run tests {'; '.join(items)}, in place of {ones} {runs} tested."
 
 
 @dataclass(frozen=True)
