@@ -71,7 +71,10 @@ from bot.db.models import RulesEdition
 # 13: a cover letter without patches of its own, sent in reply to a patch of a posting without
 #    one (written later, or `git send-email` given the files out of order), is that posting's
 #    (`bot.series.grouping`, rule 14; io-uring, linux-raid).
-RULES_EDITION = 13
+# 14: a patch without a cover letter sent again under its Message-ID (the same diff; a copy
+#    kept in a thread of its own) is no second version: the first mail's posting has it
+#    (`bot.series.shared_ids`; io-uring).
+RULES_EDITION = 14
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -8,7 +8,9 @@ they, replying to the same parent, dated nearest to them. When nothing tells the
 (or there is no rest of the posting to compare with) but they are one part sent again (patches
 with one diff fingerprint, or cover letters of one size, under one number: a series sent a
 second time with the same Message-IDs, to more people or a day later), which copy stands for
-the id changes no code a test applies: the first stored is taken. Otherwise the id stays
+the id changes no code a test applies: the first stored is taken, and a copy in a thread the
+first is not in (a patch without a cover letter sent again starts one) is dropped there, not
+made a second posting of the same patch. Otherwise the id stays
 *unresolved*: the version is flagged ambiguous and counted incomplete, so the planner,
 `lorelab apply|build|review` and `#lorelab test` all refuse it until a new posting replaces it.
 Either way the version's notes say which id is shared and what was done.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -84,12 +87,20 @@ class _Claimed:
         return getattr(self._row, name)
 
 
-def settle(parts: list[Any], shared: set[str], alike: Mapping[str, int]
+@dataclass(frozen=True)
+class Alike:
+    """The mails carrying a shared id send one part again (`alike_copies`)."""
+
+    mails: int
+    one_posting: bool  # all of one version and RFC or not: the posting sent again, not a reroll
+
+
+def settle(parts: list[Any], shared: set[str], alike: Mapping[str, Alike]
            ) -> tuple[list[Any], dict[str, str], list[int]]:
     """One row per Message-ID of a thread's parts; a note for each shared id (by the id the
     posting will know the part by); the message ids of the copies not taken, which must not
-    stay a patch of any version. `alike`: the shared ids whose copies are one part sent again,
-    with how many there are (`alike_copies`)."""
+    stay a patch of any version. `alike`: the shared ids whose copies are one part sent again
+    (`alike_copies`)."""
     by_id: dict[str, list[Any]] = defaultdict(list)
     for row in parts:
         by_id[row.claimed_msgid or row.msgid].append(row)
@@ -102,6 +113,13 @@ def settle(parts: list[Any], shared: set[str], alike: Mapping[str, int]
             out.extend(group)
             continue
         group.sort(key=lambda r: (r.claimed_msgid is not None, r.id))  # the first stored first
+        if (msgid in alike and alike[msgid].one_posting and group[0].claimed_msgid
+                and group[0].kind == "patch"):
+            # a patch sent again under its id, the first mail in another thread (a patch
+            # without a cover letter starts one): that thread's posting has it. (`[PATCH V2]`
+            # over the same diff under v1's id, a new commit message, is v2: kept.)
+            dropped += [r.id for r in group]
+            continue
         best = _best(group, [p for p in peers if (p.version, p.total) == (group[0].version,
                                                                         group[0].total)])
         chosen = best if best is not None else group[0]
@@ -123,7 +141,7 @@ def settle(parts: list[Any], shared: set[str], alike: Mapping[str, int]
                     else f"a cover letter of {chosen.total} "
                     + ("patch" if chosen.total == 1 else "patches"))
             notes[chosen.msgid] = (
-                f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid]} mails that send "
+                f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid].mails} mails that send "
                 f"{what}; took the first stored, dated {chosen.date}")
         else:
             notes[chosen.msgid] = (
@@ -143,11 +161,11 @@ def note_postings(postings: Iterable[Posting], notes: dict[str, str]) -> None:
 # copies claiming it (on SQLite told to take the index, as `_CLAIMED_SQLITE` says why).
 _COPY_COLUMNS = (sa.func.coalesce(Message.claimed_msgid, Message.msgid).label("msgid"),
                  Message.id, Message.thread_id, Message.kind, Message.counter, Message.total,
-                 Message.patch_fingerprint)
+                 Message.patch_fingerprint, Message.version, Message.rfc)
 _FIRST_COPIES = sa.select(*_COPY_COLUMNS).where(in_param(Message.msgid, "ids"))
 _CLAIMING = sa.select(*_COPY_COLUMNS).where(in_param(Message.claimed_msgid, "ids"))
 _CLAIMING_SQLITE = _claiming_sqlite(
-    "claimed_msgid AS msgid, id, thread_id, kind, counter, total, patch_fingerprint")
+    "claimed_msgid AS msgid, id, thread_id, kind, counter, total, patch_fingerprint, version, rfc")
 
 
 def _claiming(conn: sa.Connection, ids: Iterable[str]) -> list[Any]:
@@ -156,18 +174,21 @@ def _claiming(conn: sa.Connection, ids: Iterable[str]) -> list[Any]:
     return list(conn.execute(query, {"ids": sorted(ids)}))
 
 
-def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, int]:
-    """Of the shared ids, those whose mails (in any thread) are one part sent again, with how
-    many mails there are: the same number of the same size, and for a patch the same diff (a
-    cover letter's text changes no code a test applies)."""
+def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, Alike]:
+    """Of the shared ids, those whose mails (in any thread) are one part sent again: the same
+    number of the same size, and for a patch the same diff (a cover letter's text changes no
+    code a test applies)."""
     if not shared:
         return {}
     found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
+    postings: dict[str, set[tuple[int, bool]]] = defaultdict(set)
     count: Counter[str] = Counter()
     for row in [*conn.execute(_FIRST_COPIES, {"ids": sorted(shared)}), *_claiming(conn, shared)]:
         found[row.msgid].add((row.kind, row.counter, row.total, row.patch_fingerprint))
+        postings[row.msgid].add((row.version, bool(row.rfc)))
         count[row.msgid] += 1
-    return {msgid: count[msgid] for msgid, kinds in found.items()
+    return {msgid: Alike(count[msgid], len(postings[msgid]) == 1)
+            for msgid, kinds in found.items()
             if len(kinds) == 1 and count[msgid] > 1 and _one_part(next(iter(kinds)))}
 
 

@@ -18,7 +18,7 @@ from bot.demo.threads import SeriesSpec, make_series, make_tree
 from bot.report.compose.from_db import parent_message
 from bot.series.mbox import am_ready_mbox
 from tests.cli import Lorelab
-from tests.series.mailing import msgs_id, only_series, store, with_header
+from tests.series.mailing import header, msgs_id, only_series, store, with_header
 from tests.support.web_data import web_settings
 from tests.support.web_server import serving
 
@@ -142,3 +142,52 @@ def test_a_patch_sent_again_with_another_diff_under_its_id_stays_untested(
     assert not version["complete"]
     assert any(n.startswith(f"ambiguous Message-ID, unresolved: <{msgs_id(sent[2])}>")
                for n in version["notes"]), version["notes"]
+
+
+@pytest.mark.parametrize("subject", [None, "[PATCH RESEND] mm: one patch twice"],
+                         ids=["as it was", "as RESEND"])
+@pytest.mark.parametrize("separately", [False, True], ids=["one batch", "two batches"])
+def test_a_single_patch_sent_again_under_its_message_id_is_one_version(
+    db: Database, tree: Path, ingest_settings, subject: str | None, separately: bool
+) -> None:
+    """A patch without a cover letter sent a second time with its Message-ID, minutes or days
+    later, as it was or as RESEND (io-uring: Pavel Begunkov's "io_uring/msg_ring: let target
+    know allocated index", "io_uring/af_unix: disable sending io_uring over sockets"; Geert
+    Uytterhoeven's "slab: Fix too strict alignment check"). The copy is a thread of its own,
+    which made it a second version of the series, of the same number; lore has one mail under
+    the id, and b4 and a reviewer one patch: one version, the first mail's."""
+    (sent,) = make_series(tree, SeriesSpec(title="mm: one patch twice", patches=1, cover=False))
+    again = with_header(sent, "Date", "Tue, 01 Dec 2026 09:00:00 +0000")
+    if subject:
+        again = with_header(again, "Subject", subject)
+    if separately:
+        store(db, [sent], ingest_settings)
+        store(db, [again], ingest_settings)
+    else:
+        store(db, [sent, again], ingest_settings)
+    assert len(copies(db, msgs_id(sent))) == 2
+    (version,) = only_series(db)["versions"]
+    assert version["complete"]
+    assert [p["message_id"] for p in version["patches"]] == [msgs_id(sent)]
+    assert version["notes"] == [
+        f"ambiguous Message-ID, settled: <{msgs_id(sent)}> is carried by 2 mails that send the "
+        "same patch (one diff); took the first stored, dated "
+        + version["patches"][0]["date"].replace("T", " ")]
+
+
+@pytest.mark.parametrize(("first", "then"), [("PATCH", "PATCH v2"), ("RFC PATCH", "PATCH")])
+def test_a_single_patch_rerolled_under_its_message_id_is_the_new_version(
+    db: Database, tree: Path, ingest_settings, first: str, then: str
+) -> None:
+    """`[PATCH V2]` over the same diff (a new commit message) under v1's Message-ID (linux-xfs:
+    "xfs: use kvmemdup() to replace kvmalloc + memcpy"), or an RFC sent again as `[PATCH]`
+    (io-uring): not the posting sent again but the next one, a version of its own."""
+    (sent,) = make_series(tree, SeriesSpec(title="mm: one patch again", patches=1, cover=False,
+                                           subject_prefix=first))
+    title = header(sent, "Subject").split("] ", 1)[1]
+    again = with_header(with_header(sent, "Date", "Tue, 01 Dec 2026 09:00:00 +0000"),
+                        "Subject", f"[{then}] {title}")
+    store(db, [sent, again], ingest_settings)
+    versions = only_series(db)["versions"]
+    assert [(v["version"], v["rfc"], len(v["patches"])) for v in versions] == (
+        [(1, False, 1), (2, False, 1)] if "v2" in then else [(1, True, 1), (1, False, 1)])
