@@ -74,7 +74,9 @@ from bot.db.models import RulesEdition
 # 14: a patch without a cover letter sent again under its Message-ID (the same diff; a copy
 #    kept in a thread of its own) is no second version: the first mail's posting has it
 #    (`bot.series.shared_ids`; io-uring).
-RULES_EDITION = 14
+# 15: a cover letter sent again with the title (and version) the first lacked, in reply to it,
+#    is its posting's in the first one's place (`bot.series.grouping`, rule 15; linux-xfs).
+RULES_EDITION = 15
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -89,6 +89,13 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    patches and sent in reply to the first (io-uring, "optimise sqe-to-req flags", 19 minutes
    later), or `git send-email` given the files in another order, the cover letter among them
    and every mail in reply to the first file (linux-raid, mdadm "Write Zeroes option" v5).
+15. A cover letter without patches of its own, sent in reply to a posting's cover letter that
+   has no title (a subject left empty), by its author, of its size (and of its version, where
+   the first said one), within two days, is that posting's cover letter in the first one's
+   place: sent again to give the title and version (linux-xfs, Dave Chinner's `[PATCH 00/17
+   V3] XFS: LARP state machine and recovery rework`, 13 hours after a letter with no subject
+   over unversioned patches). A later version's letter whose patches went elsewhere stays
+   apart when the first said its version.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -243,6 +250,7 @@ def group_postings(
             groups[_first_patch(group).msgid] = group
     _join_additions(groups, by_id)
     late = _late_covers(groups, by_id)  # rule 14
+    retitled = _retitled_covers(groups, by_id)  # rule 15
     again = _sent_again(groups, resent_covers or {})  # rules 12 and 13
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
@@ -251,6 +259,9 @@ def group_postings(
         if posting.cover in late:
             posting.notes.append(f"its cover letter was sent in reply to its patch "
                                  f"{late[posting.cover]}, not the patches in reply to it")
+        if posting.cover in retitled:
+            posting.notes.append(f"its cover letter was sent again with a title, in reply to "
+                                 f"the first, which had none: {retitled[posting.cover]}")
         if (letter := said.get(posting.cover or "")) is not None:
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
@@ -560,6 +571,37 @@ def _late_covers(groups: dict[str, list[ThreadMessage]],
         del groups[anchor]
         late[letter.msgid] = patch.counter
     return late
+
+
+_RETITLED_WITHIN = dt.timedelta(days=2)
+
+
+def _retitled_covers(groups: dict[str, list[ThreadMessage]],
+                     by_id: dict[str, ThreadMessage]) -> dict[str, str]:
+    """Rule 15: a cover letter without patches of its own, sent in reply to the cover letter of
+    a posting that has no title, by its author, of its size, and of its version where that
+    said one, within two days, is that posting's in its place. The first letter's Message-ID,
+    by the new letter's."""
+    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
+    retitled: dict[str, str] = {}
+    for anchor, group in list(groups.items()):
+        if len(group) != 1 or group[0].kind != "cover" or group[0].counter != 0:
+            continue
+        letter = group[0]
+        first = by_id.get(letter.hook or "")
+        target = member_of.get(letter.hook or "")
+        if (first is None or target is None or target == anchor or first.kind != "cover"
+                or first.title.strip() or not same_author(first, letter)
+                or any(m.total != letter.total for m in groups[target] if m.kind == "patch")
+                or (first.version_explicit and letter.release != first.release)
+                or letter.date is None or first.date is None
+                or letter.date - first.date > _RETITLED_WITHIN):
+            continue
+        groups[target] = sorted(
+            [letter, *(m for m in groups[target] if m.msgid != first.msgid)], key=_by_date)
+        del groups[anchor]
+        retitled[letter.msgid] = first.msgid
+    return retitled
 
 
 def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:

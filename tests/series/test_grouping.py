@@ -524,3 +524,26 @@ def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_let
                                                    explicit=True),
                   cover("e0", 2, reply="p1", author="bob@example.org", name="Bob")):
         assert [p.cover for p in group_postings([one, two, other])] == [None, "e0"]
+
+
+def test_a_cover_letter_sent_again_with_the_title_the_first_lacked_takes_its_place():
+    """Rule 15: the first letter had no title (an empty subject, read as the cover letter of the
+    patches replying to it by rule 7); the author sent it again with one, and the version, in
+    reply to it. Another author or size, a letter over a first that gave its version as
+    another, or one sent days later, stays apart."""
+    untitled = dataclasses.replace(cover("c0", 2), title="")
+    patches = [msg("p1", "c0", counter=1, total=2), msg("p2", "c0", counter=2, total=2)]
+    letter = dataclasses.replace(cover("c1", 2, reply="c0", version=3, explicit=True),
+                                 date=untitled.date + dt.timedelta(hours=13))
+    (posting,) = group_postings([untitled, *patches, letter])
+    assert (posting.anchor, posting.cover, posting.version, posting.title) == (
+        "c0", "c1", 3, "title of c1")
+    assert sorted(posting.members) == ["c1", "p1", "p2"]
+    late = dataclasses.replace(letter, date=untitled.date + dt.timedelta(days=3))
+    said = dataclasses.replace(untitled, version=2, version_explicit=True)
+    for other, first in ((dataclasses.replace(letter, total=3), untitled),
+                         (dataclasses.replace(letter, author="bob@example.org",
+                                              author_name="Bob"), untitled),
+                         (late, untitled), (letter, said)):
+        # the letter alone, a posting with no patches (assembly stores none)
+        assert [p.cover for p in group_postings([first, *patches, other])] == ["c0", "c1"]

@@ -14,6 +14,7 @@ import functools
 import random
 import re
 from collections.abc import Callable
+from email.utils import format_datetime, parsedate_to_datetime
 
 import pytest
 import sqlalchemy as sa
@@ -957,3 +958,32 @@ def test_a_patch_without_a_diff_leaves_the_version_incomplete(
     assert version["notes"] == [note]
     shown = Lorelab(tmp_path, db_url).run("series", "show", str(s["id"])).stdout.decode()
     assert "2/3 incomplete, missing [2]" in shown and note in " ".join(shown.split()), shown
+
+
+@pytest.mark.parametrize("first_subject", ["", "[PATCH 0/3]"], ids=["no subject", "no title"])
+def test_a_cover_letter_sent_again_to_give_its_title_is_its_postings(
+    db, make, ingest_settings, first_subject
+):
+    """Dave Chinner's LARP v3 (linux-xfs): the cover letter went out with an empty subject over
+    `[PATCH 01/17]`.. without a version, and 13 hours later `[PATCH 00/17 V3] XFS: LARP state
+    machine and recovery rework` in reply to it. Before, v3 was read as a v1 titled by its
+    patch 1, a series apart from v1, v2 and v4, and the letter a posting with no patches."""
+    earlier = [*make(V1), *make(dataclasses.replace(V1, version=2))]
+    files = make(dataclasses.replace(V1, version=3))
+    sent = [with_header(f, "Subject", header(f, "Subject").replace("PATCH v3 ", "PATCH "))
+            for f in files]
+    sent[0] = with_header(sent[0], "Subject", first_subject)
+    again = files[0]
+    for name, value in (("Subject", f"[PATCH 0/3 V3] {V1.title}"),
+                        ("Message-ID", "<retitled@example.org>"),
+                        ("In-Reply-To", reply_to(sent)), ("References", reply_to(sent)),
+                        ("Date", format_datetime(parsedate_to_datetime(header(sent[0], "Date"))
+                                                 + dt.timedelta(hours=13)))):
+        again = with_header(again, name, value)
+    store(db, [*earlier, *sent, again], ingest_settings)
+    s = only_series(db)
+    assert s["title"] == V1.title
+    assert [shape(v) for v in s["versions"]][2] == (3, "retitled@example.org", ids(sent[1:]), True)
+    assert s["versions"][2]["notes"] == [
+        "its cover letter was sent again with a title, in reply to the first, which had none: "
+        + msgs_id(sent[0])]
