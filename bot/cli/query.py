@@ -223,6 +223,14 @@ def print_series_table(rows: list[dict], shown: str) -> None:
     terminal.stdout().print(table)
 
 
+def _sent_id(sent: str | None, own: str | None) -> str:
+    """A mail's Message-ID as the list knows it; for a copy (another mail took the id first)
+    also lorelab's stand-in, which `lorelab message show` takes."""
+    if sent is None:
+        return "-"
+    return f"<{sent}>" + (f" (a copy; lorelab's id <{own}>)" if own != sent else "")
+
+
 @series_app.command("show")
 def series_show(
     ref: str = typer.Argument(..., help="Series id, or a message-id / lore URL of the series."),
@@ -247,7 +255,8 @@ def series_show(
         )
         out.print(
             f"\n[bold]{v['label']}[/] {flags} {v['received']}/{v['expected']} {state}  "
-            f"{(v['date'] or '')[:16]}\n  cover: {v['cover_message_id'] or '-'}\n"
+            f"{(v['date'] or '')[:16]}\n"
+            f"  cover: {_sent_id(v['cover_sent_message_id'], v['cover_message_id'])}\n"
             f"  base-commit: {v['base_commit'] or '-'}"
         )
         if v["reroll_of"] is not None:
@@ -261,7 +270,8 @@ def series_show(
         for p in v["patches"]:
             sent = f"  ({p['from_label']})" if p["from_label"] != v["label"] else ""
             out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}{sent}", markup=False)
-            out.print(f"        <{p['message_id']}>  +{p['insertions']} -{p['deletions']}")
+            out.print(f"        {_sent_id(p['sent_message_id'], p['message_id'])}  "
+                      f"+{p['insertions']} -{p['deletions']}", markup=False)
             for f in p["files"]:
                 out.print(f"        {f}")
             for t in p["trailers"]:

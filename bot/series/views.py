@@ -82,8 +82,9 @@ def patch_dict(patch: Patch, with_trailers: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {
         "index": patch.index,
         "subject": msg.subject,
-        "message_id": msg.msgid,
-        "url": LORE + msg.sent_msgid,  # lore knows a copy by the id it claims
+        "message_id": msg.msgid,  # lorelab's: a copy's stand-in (`lorelab message show`)
+        "sent_message_id": msg.sent_msgid,  # the mail's own, as lore and b4 know it
+        "url": LORE + msg.sent_msgid,
         "author": {"name": msg.from_name, "email": msg.from_email},
         "date": _iso(msg.date),
         "files": [f["path"] for f in msg.files],
@@ -137,6 +138,7 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
         "measured_by_label": measured_by[0] if measured_by else None,
         "measured_by_state": measured_by[1] if measured_by else None,
         "cover_message_id": version.cover.msgid if version.cover else None,
+        "cover_sent_message_id": version.cover.sent_msgid if version.cover else None,
         "anchor_message_id": version.anchor_msgid,
         "base_commit": version.base_commit,
         "change_id": version.change_id,

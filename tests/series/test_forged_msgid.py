@@ -51,7 +51,7 @@ def copies(db: Database, msgid: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("forged_first", [True, False])
 def test_a_forged_copy_is_kept_but_never_taken_for_the_patch(
-    db: Database, tree: Path, ingest_settings, forged_first: bool
+    db: Database, db_url: str, tree: Path, ingest_settings, forged_first: bool, tmp_path: Path
 ) -> None:
     cover, one, two, three = make_series(tree, SeriesSpec(title="mm: forged", patches=3))
     forged = forge(two, "Mallory <mallory@evil.example>")
@@ -65,6 +65,16 @@ def test_a_forged_copy_is_kept_but_never_taken_for_the_patch(
     version, patch = patch_two(db)
     assert patch["author"]["email"] == "ada@example.org"  # the real patch is what gets applied
     assert patch["url"] == f"https://lore.kernel.org/r/{msgid}"  # as lore knows it
+    assert patch["sent_message_id"] == msgid
+    # `series show` gives the id to hand b4, and the copy's own for `lorelab message show`
+    shown = Lorelab(tmp_path, db_url).run("series", "show", msgs_id(cover)).stdout.decode()
+    (line,) = [x.strip() for x in shown.splitlines() if x.strip().startswith(f"<{msgid}>")]
+    if forged_first:  # the real patch came second: kept as a copy, under a stand-in id
+        assert line.startswith(f"<{msgid}> (a copy; lorelab's id <{patch['message_id']}>)")
+        assert patch["message_id"] != msgid
+        assert Lorelab(tmp_path, db_url).run("message", "show", patch["message_id"]).returncode == 0
+    else:
+        assert line.startswith(f"<{msgid}>  +") and patch["message_id"] == msgid
     assert "planted" not in str(patch["file_changes"])
     assert version["complete"]
     assert any(n.startswith(f"ambiguous Message-ID, settled: <{msgid}>")
