@@ -76,7 +76,9 @@ from bot.db.models import RulesEdition
 #    (`bot.series.shared_ids`; io-uring).
 # 15: a cover letter sent again with the title (and version) the first lacked, in reply to it,
 #    is its posting's in the first one's place (`bot.series.grouping`, rule 15; linux-xfs).
-RULES_EDITION = 15
+# 16: a letter that numbers no patches keeps its one `[PATCH]` when a later version's single
+#    patch, or someone else's, replies to it too (`bot.series.grouping`, rule 4; linux-nfs).
+RULES_EDITION = 16
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

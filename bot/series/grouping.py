@@ -27,7 +27,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    patches of its own. A stray without a counter (`[PATCH]`) is a posting of its own: a fix-up
    sent in reply to a numbered series is not its patch 1. It takes only such a cover letter
    (`[PATCH v2 0/1]`), or the letter it replies to when that numbers no patches (a diffstat
-   sent as `[PATCH v2] title`, a `[PATCHSET 7/28]` of sub-series) and it is its one `[PATCH]`.
+   sent as `[PATCH v2] title`, a `[PATCHSET 7/28]` of sub-series) and it is its one `[PATCH]`
+   that could be its patch (its author's, of its version: a `[PATCH v2]` sent later in reply
+   to v1's letter is not v1's).
 5. Numbered parts sent with no threading headers at all (`git format-patch` without `--thread`;
    `ThreadIndex` puts them in one thread) are split into postings by `unthreaded`: the cover
    letter of the same author, prefix and hour takes them, and names the posting.
@@ -477,9 +479,13 @@ def _cover_for(
 def _only_single_patch(
     patch: ThreadMessage, cover: ThreadMessage, parts: list[ThreadMessage]
 ) -> bool:
-    """Whether `patch` is the one single patch replying to `cover`, which numbers none."""
+    """Whether `patch` is the one single patch replying to `cover`, which numbers none, of
+    those that could be (its author's, of its version or none given: a `[PATCH v2]` sent in
+    reply to v1's letter, or a reviewer's fix-up, is not v1's patch)."""
     return cover.counter != 0 and not any(
         m.hook == cover.msgid and m.total == 1 and m.kind == "patch" and m is not patch
+        and same_author(m, cover) and m.resend == cover.resend
+        and (not m.version_explicit or m.release == cover.release)
         for m in parts)
 
 

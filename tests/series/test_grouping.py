@@ -213,6 +213,21 @@ def test_a_letter_that_numbers_no_patches_takes_its_one_single_patch():
     assert found(unnumbered) == [(1, "c0", ["c0"])] + [(1, None, [f"c{i}"]) for i in (1, 2, 3)]
 
 
+def test_a_later_version_or_someone_elses_patch_replying_leaves_the_letter_its_patch():
+    """`git format-patch --cover-letter -N`: `[PATCH] title` over its diffstat and one
+    `[PATCH] title` in reply, then `[PATCH v2]` sent in reply to that letter a day later
+    (linux-nfs, "nfs: Fix security label length not being reset"), or a reviewer's fix-up
+    `[PATCH]` in reply to it. Neither could be its patch: the letter keeps its own. Before, v1
+    lost its cover letter when v2 came."""
+    letter = msg("d0", kind="cover")
+    later = msg("v2", "d0", version=2, explicit=True)
+    other = msg("o1", "d0", author="rita@example.org", name="Rita")
+    for also in (later, other):
+        postings = found([letter, msg("p1", "d0"), also])
+        assert (1, "d0", ["d0", "p1"]) in postings
+        assert (also.version, None, [also.msgid]) in postings
+
+
 def test_a_cover_letter_that_miscounts_keeps_its_patches():
     # The cover letter says 0/4, the patches were regenerated as x/5.
     thread = [cover("a0", 4)] + [msg(f"a{i}", "a0", counter=i, total=5) for i in range(1, 6)]

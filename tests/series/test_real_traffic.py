@@ -987,3 +987,27 @@ def test_a_cover_letter_sent_again_to_give_its_title_is_its_postings(
     assert s["versions"][2]["notes"] == [
         "its cover letter was sent again with a title, in reply to the first, which had none: "
         + msgs_id(sent[0])]
+
+
+def test_a_v2_sent_in_reply_to_a_letter_over_one_patch_leaves_v1_its_letter(
+    db, make, ingest_settings
+):
+    """`git format-patch --cover-letter -N` over one commit: `[PATCH] title` with the diffstat
+    and `[PATCH] title` in reply; v2 a day later as `[PATCH v2] title` in reply to the letter
+    (linux-nfs, "nfs: Fix security label length not being reset"). Before, v1 lost its cover
+    letter when v2 came: two `[PATCH]`es replied to it, and neither was taken for its patch."""
+    spec = SeriesSpec(title="mm: one patch with a letter", patches=1)
+    letter, patch = make(spec)
+    title = header(patch, "Subject").split("] ", 1)[1]
+    letter = with_header(letter, "Subject", f"[PATCH] {title}")
+    patch = with_header(patch, "Subject", f"[PATCH] {title}")
+    (_, v2) = make(dataclasses.replace(spec, version=2))
+    v2 = with_header(v2, "Subject", f"[PATCH v2] {title}")
+    for name in ("In-Reply-To", "References"):
+        v2 = with_header(v2, name, f"<{msgs_id(letter)}>")
+    store(db, [letter, patch], ingest_settings)
+    first = shape(only_series(db)["versions"][0])
+    assert first == (1, msgs_id(letter), [msgs_id(patch)], True)
+    store(db, [v2], ingest_settings)
+    assert [shape(v) for v in only_series(db)["versions"]] == [
+        first, (2, None, [msgs_id(v2)], True)]
