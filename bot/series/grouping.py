@@ -554,22 +554,27 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
     return notes
 
 
+def _lone_letters(groups: dict[str, list[ThreadMessage]]
+                  ) -> list[tuple[str, ThreadMessage, str]]:
+    """Each cover letter that is a group of its own (no patches) sent in reply to a part of
+    another group: (its group's anchor, the letter, the anchor of the group it replies into)."""
+    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
+    return [(anchor, group[0], target) for anchor, group in groups.items()
+            if len(group) == 1 and group[0].kind == "cover" and group[0].counter == 0
+            and (target := member_of.get(group[0].hook or "")) not in (None, anchor)]
+
+
 def _late_covers(groups: dict[str, list[ThreadMessage]],
                  by_id: dict[str, ThreadMessage]) -> dict[str, int]:
     """Rule 14: a cover letter without patches of its own, sent in reply to a patch of a
     posting without one, of its author and key, is that posting's. The number of the patch
     each such letter replies to, by the letter's Message-ID."""
-    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
     late: dict[str, int] = {}
-    for anchor, group in list(groups.items()):
-        if len(group) != 1 or group[0].kind != "cover" or group[0].counter != 0:
-            continue
-        letter = group[0]
-        target = member_of.get(letter.hook or "")
+    for anchor, letter, target in _lone_letters(groups):
         patch = by_id.get(letter.hook or "")
-        if target is None or target == anchor or patch is None or patch.kind != "patch":
+        posting = groups.get(target)
+        if patch is None or patch.kind != "patch" or posting is None:
             continue
-        posting = groups[target]
         if any(m.kind == "cover" for m in posting) or not all(
                 m.key == letter.key and same_author(m, letter) for m in posting):
             continue
@@ -588,23 +593,19 @@ def _retitled_covers(groups: dict[str, list[ThreadMessage]],
     a posting that has no title, by its author, of its size, and of its version where that
     said one, within two days, is that posting's in its place. The first letter's Message-ID,
     by the new letter's."""
-    member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
     retitled: dict[str, str] = {}
-    for anchor, group in list(groups.items()):
-        if len(group) != 1 or group[0].kind != "cover" or group[0].counter != 0:
-            continue
-        letter = group[0]
+    for anchor, letter, target in _lone_letters(groups):
         first = by_id.get(letter.hook or "")
-        target = member_of.get(letter.hook or "")
-        if (first is None or target is None or target == anchor or first.kind != "cover"
+        posting = groups.get(target)
+        if (first is None or posting is None or first.kind != "cover"
                 or first.title.strip() or not same_author(first, letter)
-                or any(m.total != letter.total for m in groups[target] if m.kind == "patch")
+                or any(m.total != letter.total for m in posting if m.kind == "patch")
                 or (first.version_explicit and letter.release != first.release)
                 or letter.date is None or first.date is None
                 or letter.date - first.date > _RETITLED_WITHIN):
             continue
         groups[target] = sorted(
-            [letter, *(m for m in groups[target] if m.msgid != first.msgid)], key=_by_date)
+            [letter, *(m for m in posting if m.msgid != first.msgid)], key=_by_date)
         del groups[anchor]
         retitled[letter.msgid] = first.msgid
     return retitled
