@@ -78,7 +78,10 @@ from bot.db.models import RulesEdition
 #    is its posting's in the first one's place (`bot.series.grouping`, rule 15; linux-xfs).
 # 16: a letter that numbers no patches keeps its one `[PATCH]` when a later version's single
 #    patch, or someone else's, replies to it too (`bot.series.grouping`, rule 4; linux-nfs).
-RULES_EDITION = 16
+# 17: a patch sent again changed, under its title and number, in reply to the patch it
+#    replaces (`[PATCH v5 3/6 REPLACE]`, `[PATCH 01/21 - revised]`) corrects it; a `(fix)`
+#    stays apart (`bot.series.grouping`, rules 1 and 9; linux-kselftest, linux-nfs).
+RULES_EDITION = 17
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -38,7 +38,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    `[PATCH v5 4/4]` after `v5 0/3`): additions, which apply on top (`_join_additions`). A
    patch of the posting's own numbers sent later stays a posting of its own: mm's
    `[PATCH v5 3/6] ... (fix)` is a fix-up to fold into 3/6, not its replacement, and a later
-   version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1.
+   version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1. Unless it is sent under the
+   patch's own title in reply to it (rule 9).
 
 7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
    author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,
@@ -59,6 +60,10 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    cover letter is the run's own (`bot.series.cover_shortlogs` reads it). The same patch
    (title and diff) sent twice by one `git send-email` run (its files named twice) is the
    first copy: nothing was corrected, and the reviews answer the copy that came first.
+   A patch sent again changed, under its title and number, in reply to the patch it replaces
+   is in its posting so, a correction (`[PATCH v5 3/6 REPLACE]`, Nhat Pham's zswap series;
+   `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` is not (rule 6), nor
+   the same diff sent again (`[PATCH RESEND 2/3]`).
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
@@ -175,6 +180,13 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
     # the series again.
     if patch.resend and not parent.resend and patch.counter < parent.counter:
         return False
+    if patch.counter == parent.counter:
+        # rule 9: sent again changed, under its title, in reply to the patch it replaces (the
+        # same diff sent again, a RESEND of one patch, changes nothing a test applies)
+        return (parent.total == patch.total > 1 and parent.release == patch.release
+                and same_title(parent.title, patch.title)
+                and patch.fingerprint is not None and parent.fingerprint is not None
+                and patch.fingerprint != parent.fingerprint)
     return (
         parent.total == patch.total > 1
         and parent.counter != patch.counter

@@ -562,3 +562,21 @@ def test_a_cover_letter_sent_again_with_the_title_the_first_lacked_takes_its_pla
                          (late, untitled), (letter, said)):
         # the letter alone, a posting with no patches (assembly stores none)
         assert [p.cover for p in group_postings([first, *patches, other])] == ["c0", "c1"]
+
+
+def test_a_patch_sent_again_changed_in_reply_to_itself_replaces_it():
+    """Rule 9: under its title and number, another diff, in reply to the patch: a correction.
+    A `(fix)` (another title), the same diff (a RESEND of that patch), or another version
+    stays apart."""
+    thread = [dataclasses.replace(m, fingerprint=f"diff of {m.msgid}") for m in series("a", 3)]
+
+    def again(msgid: str, **changes) -> ThreadMessage:
+        sent = msg(msgid, "a2", counter=2, total=3)
+        return dataclasses.replace(sent, **{"title": "title of a2", "fingerprint": "new",
+                                            **changes})
+
+    assert found([*thread, again("r2")]) == [(1, "a0", ["a0", "a1", "r2", "a3"])]
+    for other in (again("f2", title="title of a2 (fix)"),
+                  again("s2", fingerprint="diff of a2"),
+                  again("v2", version=2, version_explicit=True)):
+        assert found([*thread, other])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])

@@ -1011,3 +1011,43 @@ def test_a_v2_sent_in_reply_to_a_letter_over_one_patch_leaves_v1_its_letter(
     store(db, [v2], ingest_settings)
     assert [shape(v) for v in only_series(db)["versions"]] == [
         first, (2, None, [msgs_id(v2)], True)]
+
+
+@pytest.mark.parametrize("tag", ["REPLACE", "- revised"])
+def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
+    db, make, ingest_settings, tag
+):
+    """`[PATCH v5 3/6 REPLACE]` in reply to 3/6, two days after a `(fix)` to fold into it
+    (Nhat Pham's zswap series, linux-mm and linux-kselftest), or Neil Brown's `[PATCH 01/21 -
+    revised]`: the version's patch is the replacement (b4 and Andrew Morton read it so), and
+    the fix-up stays apart. Before, the replacement was a posting of one patch never tested,
+    and the version kept the patch it replaced."""
+    v1 = make(V1)
+    title = header(v1[2], "Subject").split("] ", 1)[1]
+    changed = make(dataclasses.replace(V1, version=2, same_changes_as=V1, revised=(2,)))[2]
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    (fix,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
+                             in_reply_to=f"<{msgs_id(v1[2])}>",
+                             start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
+    fix = with_header(fix, "Subject", f"[PATCH 2/3] {title} (fix)")
+    replacement = changed
+    for name, value in (("Subject", f"[PATCH 2/3 {tag}] {title}"),
+                        ("In-Reply-To", f"<{msgs_id(v1[2])}>"),
+                        ("References", f"<{msgs_id(v1[0])}> <{msgs_id(v1[2])}>"),
+                        ("Date", "Tue, 22 Dec 2026 09:00:00 +0000")):
+        replacement = with_header(replacement, name, value)
+    store(db, [*v1, fix], ingest_settings)
+    store(db, [replacement], ingest_settings)
+    by_title = {s["title"]: [shape(v) for v in s["versions"]] for s in all_series(db)}
+    assert by_title == {
+        V1.title: [(1, msgs_id(v1[0]),
+                    [msgs_id(v1[1]), msgs_id(replacement), msgs_id(v1[3])], True)],
+        f"{title} (fix)": [(1, None, [msgs_id(fix)], False)]}
+    versions = next(s for s in all_series(db) if s["title"] == V1.title)["versions"]
+    assert versions[0]["notes"] == [f"patch 2/3 was sent twice; using {msgs_id(replacement)}"]
+    with db.session() as session:
+        version = session.get(SeriesVersion, versions[0]["id"])
+        mbox = " ".join(am_ready_mbox(session, version).decode().split()).lower()
+    assert mbox.count("subject: [patch") == 3 and "(fix)" not in mbox
+    assert f"message-id: <{msgs_id(replacement)}>".lower() in mbox
+    assert f"message-id: <{msgs_id(v1[2])}>".lower() not in mbox
