@@ -570,10 +570,13 @@ def _lone_letters(groups: dict[str, list[ThreadMessage]]
                   ) -> list[tuple[str, ThreadMessage, str]]:
     """Each cover letter that is a group of its own (no patches) sent in reply to a part of
     another group: (its group's anchor, the letter, the anchor of the group it replies into)."""
+    lone = [(anchor, group[0]) for anchor, group in groups.items()
+            if len(group) == 1 and group[0].kind == "cover" and group[0].counter == 0]
+    if not lone:  # most threads: no index of members to build
+        return []
     member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
-    return [(anchor, group[0], target) for anchor, group in groups.items()
-            if len(group) == 1 and group[0].kind == "cover" and group[0].counter == 0
-            and (target := member_of.get(group[0].hook or "")) not in (None, anchor)]
+    return [(anchor, letter, target) for anchor, letter in lone
+            if (target := member_of.get(letter.hook or "")) not in (None, anchor)]
 
 
 def _late_covers(groups: dict[str, list[ThreadMessage]],
