@@ -81,7 +81,10 @@ from bot.db.models import RulesEdition
 # 17: a patch sent again changed, under its title and number, in reply to the patch it
 #    replaces (`[PATCH v5 3/6 REPLACE]`, `[PATCH 01/21 - revised]`) corrects it; a `(fix)`
 #    stays apart (`bot.series.grouping`, rules 1 and 9; linux-kselftest, linux-nfs).
-RULES_EDITION = 17
+# 18: a RESEND cover letter takes the patches sent with it that left RESEND off when they are
+#    strays (rule 4; linux-btrfs); `[PATCH]`es numbered by a cover letter's shortlog take only
+#    the numbers no patch was sent with (rule 11; virtualization).
+RULES_EDITION = 18
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

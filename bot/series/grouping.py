@@ -24,12 +24,14 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
    version's cover letter or patch, or to a review) are one posting per author, version, size
    and RESEND flag, with the cover letter of that key that shares their parent or has no
-   patches of its own. A stray without a counter (`[PATCH]`) is a posting of its own: a fix-up
-   sent in reply to a numbered series is not its patch 1. It takes only such a cover letter
-   (`[PATCH v2 0/1]`), or the letter it replies to when that numbers no patches (a diffstat
-   sent as `[PATCH v2] title`, a `[PATCHSET 7/28]` of sub-series) and it is its one `[PATCH]`
-   that could be its patch (its author's, of its version: a `[PATCH v2]` sent later in reply
-   to v1's letter is not v1's).
+   patches of its own; a RESEND cover letter also takes the strays of its key that left RESEND
+   off, sent with it (linux-btrfs: `[RESEND PATCH v2 0/2]` and `[PATCH v2 1/2]`.., all in
+   reply to the stale v1 letter the same run sent first). A stray without a counter
+   (`[PATCH]`) is a posting of its own: a fix-up sent in reply to a numbered series is not
+   its patch 1. It takes only such a cover letter (`[PATCH v2 0/1]`), or the letter it replies
+   to when that numbers no patches (a diffstat sent as `[PATCH v2] title`, a `[PATCHSET
+   7/28]` of sub-series) and it is its one `[PATCH]` that could be its patch (its author's, of
+   its version: a `[PATCH v2]` sent later in reply to v1's letter is not v1's).
 5. Numbered parts sent with no threading headers at all (`git format-patch` without `--thread`;
    `ThreadIndex` puts them in one thread) are split into postings by `unthreaded`: the cover
    letter of the same author, prefix and hour takes them, and names the posting.
@@ -76,8 +78,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    places there (several authors' blocks go by name: then by the order they were sent in,
    when that keeps each block's order): the author lost the numbers (`[PATCH v3] mm/memfd:
    ...` over six `[PATCH v3]`es of two authors, or `[PATCH 0/3]` over `1/3` and two
-   `[PATCH]`es). A `[PATCH]` it does not list (a patch to xfstests or the man pages sent beside
-   the series) stays a posting of its own (rule 4).
+   `[PATCH]`es), at the numbers no patch was sent with: a stale `[PATCH v2 1/1]` file
+   under 5/5's title, sent by the run of `[PATCH v2 0/5]`, does not take 5/5's place
+   (virtualization, "virtio: drop sizing vqs during init"). A `[PATCH]` it does not list (a
+   patch to xfstests or the man pages sent beside the series) stays a posting of its own
+   (rule 4).
 12. Every patch of a posting sent again by a later `git send-email` run, in reply to its cover
    letter (days or months later: the author kept the cover letter's Message-ID, sent them
    with `--in-reply-to` to it, or turned an RFC into a `[PATCH]`), is a posting of its own,
@@ -384,8 +389,14 @@ def _unnumbered(by_id: dict[str, ThreadMessage]) -> tuple[dict[str, ThreadMessag
         size = sum(len(block) for block in cover.shortlog)
         if cover.counter == 0 and cover.total != size:
             continue
+        # A number a patch was sent with is its own: a stale `[PATCH v2 1/1]` file sent with
+        # `0/5` under 5/5's title does not take 5/5's place.
+        held = {m.counter for m in by_id.values()
+                if m.kind == "patch" and m.hook == msgid and m.total == size > 1
+                and same_author(m, cover)}
         for patch, place in _places(patches, cover.shortlog):
-            numbered[patch.msgid] = dataclasses.replace(patch, counter=place, total=size)
+            if place not in held:
+                numbered[patch.msgid] = dataclasses.replace(patch, counter=place, total=size)
     return numbered, unread
 
 
@@ -471,7 +482,8 @@ def _cover_for(
     kin = [
         c
         for c in parts
-        if c.kind == "cover" and c.counter == 0 and c.key == head.key and same_author(c, head)
+        if c.kind == "cover" and c.counter == 0 and same_author(c, head)
+        and (c.key == head.key or _forgot_resend(group, c))
     ]
     for cover in kin:
         if cover.hook in hooks or cover in orphans:
@@ -486,6 +498,14 @@ def _cover_for(
         ):
             return cover
     return None
+
+
+def _forgot_resend(group: list[ThreadMessage], cover: ThreadMessage) -> bool:
+    """Whether `group` is a RESEND cover letter's patches that left RESEND off, sent with it
+    by one `git send-email` run (rule 4, as rule 1 reads a RESEND cover letter's replies)."""
+    head = group[0]
+    return (cover.resend and not head.resend and cover.key[:3] == head.key[:3]
+            and all(_one_send(cover, m) for m in group))
 
 
 def _only_single_patch(

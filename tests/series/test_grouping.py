@@ -580,3 +580,16 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_replaces_it():
                   again("s2", fingerprint="diff of a2"),
                   again("v2", version=2, version_explicit=True)):
         assert found([*thread, other])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])
+
+
+def test_a_resend_cover_letter_takes_strays_that_left_resend_off_only_from_its_run():
+    """Patches of v2 that continue nothing (sent in reply to v1's letter) are the RESEND v2
+    letter's when one run sent them with it; v2 sent days before the letter is not its."""
+    v1 = series("a", 2)
+    letter = cover("b0", 2, reply="a0", version=2, explicit=True)
+    letter = dataclasses.replace(letter, resend=True)
+    v2 = [msg(f"b{i}", "a0", counter=i, total=2, version=2, explicit=True) for i in (1, 2)]
+    assert found(v1 + [letter, *v2])[1] == (2, "b0", ["b0", "b1", "b2"])
+    days_before = [dataclasses.replace(m, date=m.date - dt.timedelta(days=3)) for m in v2]
+    assert sorted(found(v1 + [letter, *days_before]), key=str) == [
+        (1, "a0", ["a0", "a1", "a2"]), (2, "b0", ["b0"]), (2, None, ["b1", "b2"])]

@@ -392,6 +392,33 @@ def test_patches_sent_without_numbers_are_numbered_as_their_cover_letter_lists_t
     ], key=str)
 
 
+def test_a_stale_single_patch_file_does_not_take_a_numbered_patchs_place(
+    db, make, ingest_settings
+):
+    """`git send-email` of `0/5`..`5/5` in a folder that still held two `[PATCH v2 1/1]` files
+    of an earlier split, one of them 5/5's patch under its title (Michael Tsirkin's "virtio:
+    drop sizing vqs during init" v2, virtualization): the version is the five numbered patches,
+    as sent, and each stale file a version of its own, not patch 5/5 "sent without a number"."""
+    spec = SeriesSpec(title="virtio: drop sizing vqs", patches=5, version=2, threading="none")
+    files = make(spec)
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(spec))
+    stale = [make(SeriesSpec(title="unused", patches=1, cover=False, version=2,
+                             threading="none", changes=(change,)))[0]
+             for change in (spare, series_changes(spec)[4])]
+    stale = [m.replace(b"[PATCH v2] ", b"[PATCH v2 1/1] ", 1) for m in stale]
+    assert header(stale[1], "Subject") == header(files[5], "Subject").replace(" 5/5]", " 1/1]")
+    sent = send_email([files[0], stale[0], files[1], stale[1], *files[2:]],
+                      start=dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC))
+    numbered = [sent[2], *sent[4:]]
+    store(db, sent, ingest_settings)
+    versions = [shape(v) for s in all_series(db) for v in s["versions"]]
+    assert sorted(versions, key=str) == sorted([
+        (2, msgs_id(sent[0]), ids(numbered), True),
+        (2, None, ids(sent[1:2]), True),
+        (2, None, ids(sent[3:4]), True),
+    ], key=str)
+
+
 def test_one_patch_from_the_authors_other_address(db, make, ingest_settings):
     v1 = make(V1)
     # Patch 2 was sent from the author's work account: same name, another address.
@@ -596,6 +623,28 @@ def test_patches_that_forgot_resend_continue_the_resent_posting(
     s = only_series(db)
     assert [shape(v) for v in s["versions"]] == [(1, msgs_id(sent[0]), ids(sent[1:]), True)]
     assert s["title"] == RESENT.title
+
+
+def test_patches_that_forgot_resend_sent_after_stale_files_keep_their_cover_letter(
+    db, make, ingest_settings
+):
+    """One `git send-email` run over v1's stale files and `[RESEND PATCH v2 0/2]` with `[PATCH
+    v2 1/2]`.. that left RESEND off, every mail in reply to the first (Nikolay Borisov's
+    "Refactor snapshot vs nocow writers locking", linux-btrfs): v2 keeps its cover letter,
+    which the bot's reply answers, as when its patches reply to it."""
+    v1 = make(dataclasses.replace(V1, patches=2, threading="none"))
+    v2 = make(SeriesSpec(title=V1.title, patches=2, version=2, threading="none",
+                         subject_prefix="RESEND PATCH", same_changes_as=V1, revised=(1,)))
+    v2[1:] = [m.replace(b"[RESEND PATCH v2 ", b"[PATCH v2 ", 1) for m in v2[1:]]
+    assert header(v2[0], "Subject").startswith("[RESEND PATCH v2 0/2] ")
+    assert header(v2[2], "Subject").startswith("[PATCH v2 2/2] ")
+    sent = send_email(v1 + v2, start=dt.datetime(2026, 12, 14, 9, 0, tzinfo=dt.UTC))
+    store(db, sent, ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [
+        (1, msgs_id(sent[0]), ids(sent[1:3]), True),
+        (2, msgs_id(sent[3]), ids(sent[4:]), True),
+    ]
 
 
 def test_a_resent_patch_in_reply_to_the_posting_stays_apart(db, make, ingest_settings):
