@@ -84,7 +84,9 @@ from bot.db.models import RulesEdition
 # 18: a RESEND cover letter takes the patches sent with it that left RESEND off when they are
 #    strays (rule 4; linux-btrfs); `[PATCH]`es numbered by a cover letter's shortlog take only
 #    the numbers no patch was sent with (rule 11; virtualization).
-RULES_EDITION = 18
+# 19: a patch whose tags call it a fix-up (`[PATCH v6 10/13 -fix]`, `fix2`, `fixup`) continues
+#    no posting, so never takes its patch's place (rules 1, 6 and 9; linuxppc-dev).
+RULES_EDITION = 19
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

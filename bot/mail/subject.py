@@ -45,6 +45,7 @@ _GLUED_VERSION = re.compile(r"(patch|rfc)(v\d+)", re.I)  # [PATCHv3]
 _COUNTERS = re.compile(r"(\d{1,4})/(\d{1,4})")
 _HG_COUNTERS = re.compile(r"(?<!\S)(\d{1,4}) of (\d{1,4})(?!\S)", re.I)  # [PATCH 1 of 2]
 _POINT_VERSION = re.compile(r"[vV](\d{1,4})\.(\d{1,3})", re.A)  # v4.1: a point release of v4
+_FIX_UP = re.compile(r"-?fix(?:up)?\d*", re.I | re.A)  # [PATCH v6 10/13 -fix], `fix2`, `fixup`
 MAX_VERSION = 9999  # no series reaches it; far inside every integer column
 MAX_SUBJECT = 2000  # characters parsed: 0.05 s at worst (16,384 "[" took 3.4 s)
 
@@ -144,6 +145,12 @@ def point_of(version: int, prefixes: tuple[str, ...] | list[str]) -> int:
         if point and int(point[1]) == version:
             return int(point[2])
     return 0
+
+
+def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
+    """Whether a subject's tags mark its patch a fix-up to fold into the patch of its number
+    (mm's `[PATCH v6 10/13 -fix]`, `[PATCH v3 10/13 fix2]`), not that patch sent again."""
+    return any(_FIX_UP.fullmatch(prefix) for prefix in prefixes)
 
 
 def version_label(version: int, prefixes: tuple[str, ...] | list[str]) -> str:

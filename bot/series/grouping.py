@@ -41,7 +41,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    patch of the posting's own numbers sent later stays a posting of its own: mm's
    `[PATCH v5 3/6] ... (fix)` is a fix-up to fold into 3/6, not its replacement, and a later
    version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1. Unless it is sent under the
-   patch's own title in reply to it (rule 9).
+   patch's own title in reply to it (rule 9), and its tags do not call it a fix-up: Aneesh
+   Kumar's `[PATCH v6 10/13 -fix]` under 10/13's title (linuxppc-dev), `fix2`, `fixup`
+   continue nothing, in reply to the patch or to the cover letter.
 
 7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
    author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,
@@ -64,7 +66,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    first copy: nothing was corrected, and the reviews answer the copy that came first.
    A patch sent again changed, under its title and number, in reply to the patch it replaces
    is in its posting so, a correction (`[PATCH v5 3/6 REPLACE]`, Nhat Pham's zswap series;
-   `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` is not (rule 6), nor
+   `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` and `-fix` are not
+   (rule 6), nor
    the same diff sent again (`[PATCH RESEND 2/3]`).
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
@@ -125,7 +128,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
-from bot.mail.subject import point_of
+from bot.mail.subject import point_of, says_fix_up
 from bot.series import unthreaded
 from bot.series.parts import ThreadMessage, same_author
 
@@ -170,6 +173,8 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
     """Whether `patch` belongs to the posting of `parent`, the message it replies to (rule 1)."""
     if not parent.is_posting_part or not same_author(patch, parent):
         return False
+    if says_fix_up(patch.prefixes) and not says_fix_up(parent.prefixes):
+        return False  # rule 6: a fix-up to fold into its patch, which a test applies on top
     if parent.kind == "cover":
         # A patch that forgot RESEND continues a RESEND cover letter (many put it there only);
         # RESEND patches in reply to a cover letter without it are the series sent again.

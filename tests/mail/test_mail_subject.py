@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.mail.subject import parse_subject, version_label
+from bot.mail.subject import parse_subject, says_fix_up, version_label
 
 
 @pytest.mark.parametrize(
@@ -136,3 +136,16 @@ def test_agrees_with_b4(raw: str) -> None:
 def test_version_labels_say_what_the_author_wrote(raw: str, label: str) -> None:
     subject = parse_subject(raw)
     assert version_label(subject.version, subject.prefixes) == label
+
+
+@pytest.mark.parametrize(("raw", "fix_up"), [
+    ("[PATCH v6 10/13 -fix] powerpc/book3s64/vmemmap: Switch radix", True),
+    ("[PATCH v6 10/13 -fix2] powerpc/book3s64/vmemmap: Switch radix", True),
+    ("[PATCH v3 10/13 fix2] mm/khugepaged: collapse_pte_mapped_thp(): fix2", True),
+    ("[PATCH gmem FIXUP] mm, compaction: make testing mapping_unmovable() safe", True),
+    ("[PATCH v5 3/6 REPLACE] zswap: make shrinking memcg-aware", False),
+    ("[PATCH 1/3 cgroup/for-5.2-fixes] cgroup: Call cgroup_release() earlier", False),
+    ("[PATCH v2 2/5] mm: fix the fix", False),
+])
+def test_fix_up_tags_mark_a_patch_to_fold(raw: str, fix_up: bool) -> None:
+    assert says_fix_up(parse_subject(raw).prefixes) is fix_up

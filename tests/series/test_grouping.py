@@ -577,6 +577,8 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_replaces_it():
 
     assert found([*thread, again("r2")]) == [(1, "a0", ["a0", "a1", "r2", "a3"])]
     for other in (again("f2", title="title of a2 (fix)"),
+                  again("t2", prefixes=("-fix",)),  # mm's `[PATCH v6 2/3 -fix] title`
+                  again("u2", prefixes=("fix2",), in_reply_to="a0", references=("a0",)),
                   again("s2", fingerprint="diff of a2"),
                   again("v2", version=2, version_explicit=True)):
         assert found([*thread, other])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])

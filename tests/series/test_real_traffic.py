@@ -839,6 +839,35 @@ def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
     assert f"Subject: [PATCH 2/3] {title}" in mbox and "(fix)" not in mbox
 
 
+@pytest.mark.parametrize("tag", ["-fix", "fix2"])
+def test_a_fix_up_tagged_under_the_patchs_title_does_not_replace_it(
+    db, make, ingest_settings, tag
+):
+    """Aneesh Kumar's `[PATCH v6 10/13 -fix] <10/13's title>` (linuxppc-dev, linux-mm) and
+    Hugh Dickins's `fix2`: a fix-up to fold into the patch, sent in reply to it or to the cover
+    letter. The version keeps its patches and its mbox applies them, not a fix-up in the
+    patch's place, which would not apply without it (rules edition 17 took them so)."""
+    v1 = make(V1)
+    title = header(v1[2], "Subject").split("] ", 1)[1]
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    fixes = []
+    for number, parent in ((2, v1[2]), (1, v1[0])):
+        (fix,) = make(SeriesSpec(title=f"unused {number}", patches=1, cover=False,
+                                 changes=(spare,), in_reply_to=f"<{msgs_id(parent)}>",
+                                 start_date=dt.datetime(2026, 12, 20 + number, tzinfo=dt.UTC)))
+        patch_title = header(v1[number], "Subject").split("] ", 1)[1]
+        fixes.append(with_header(fix, "Subject", f"[PATCH {number}/3 {tag}] {patch_title}"))
+    assert header(fixes[0], "Subject") == f"[PATCH 2/3 {tag}] {title}"
+    store(db, [*v1, *fixes], ingest_settings)
+    with db.session() as session:
+        (version,) = session.scalars(sa.select(SeriesVersion).where(
+            SeriesVersion.cover_message_id.is_not(None)))
+        assert [p.message.msgid for p in version.applied_patches] == ids(v1[1:])
+        assert version.complete and not version.notes
+        mbox = " ".join(am_ready_mbox(session, version).decode().split())
+    assert mbox.count("Subject: [PATCH") == 3 and tag not in mbox
+
+
 BOUNCE = SeriesSpec(title="block: bounce buffer direct I/O", patches=3)
 
 
