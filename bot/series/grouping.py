@@ -43,7 +43,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    version (`[PATCH v2 4/4]` in reply to v1's 4/4) is not v1. Unless it is sent under the
    patch's own title in reply to it (rule 9), and its tags do not call it a fix-up: Aneesh
    Kumar's `[PATCH v6 10/13 -fix]` under 10/13's title (linuxppc-dev), `fix2`, `fixup`
-   continue nothing, in reply to the patch or to the cover letter.
+   continue no part not tagged so, in reply to the patch or to the cover letter (a series of
+   `[PATCH fix i/N]` continues its own parts, and a cover letter of their key takes them).
 
 7. A message with no posting tag that is no reply (`other`), to which numbered patches of its
    author reply, is their cover letter: Christoph Hellwig's are written so (`bdi cleanups v3`,

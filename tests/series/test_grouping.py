@@ -595,3 +595,11 @@ def test_a_resend_cover_letter_takes_strays_that_left_resend_off_only_from_its_r
     days_before = [dataclasses.replace(m, date=m.date - dt.timedelta(days=3)) for m in v2]
     assert sorted(found(v1 + [letter, *days_before]), key=str) == [
         (1, "a0", ["a0", "a1", "a2"]), (2, "b0", ["b0"]), (2, None, ["b1", "b2"])]
+
+
+def test_a_series_of_fixes_tagged_so_keeps_its_cover_letter():
+    """`[PATCH fix 1/2]`.. under `[PATCH 0/2]`: every patch says fix, none fixes a patch of the
+    posting (rule 6 reads a fix-up tag against the patch it would replace)."""
+    thread = series("a", 2)
+    tagged = [thread[0], *(dataclasses.replace(m, prefixes=("fix",)) for m in thread[1:])]
+    assert found(tagged) == [(1, "a0", ["a0", "a1", "a2"])]
