@@ -267,6 +267,11 @@ def series_show(
             out.print(f"  {before} run {v['measured_by_run']}{after}", markup=False)
         for note in v["notes"]:
             out.print(f"  [yellow]note:[/] {escape(note)}")
+        if v["fix_ups"]:
+            out.print("  fix-ups sent for it, which lorelab's runs do not apply:", markup=False)
+        for fix in v["fix_ups"]:
+            out.print(f"    of {fix['fixes']}/{v['expected']}: <{fix['message_id']}>",
+                      markup=False)
         for p in v["patches"]:
             sent = f"  ({p['from_label']})" if p["from_label"] != v["label"] else ""
             out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}{sent}", markup=False)

@@ -282,6 +282,9 @@ class SeriesVersion(Base):
     measured_by_run_id: Mapped[int | None] = mapped_column(
         ForeignKey("runs.id", ondelete="SET NULL", use_alter=True), index=True
     )
+    # mm's fix-ups sent for its patches (`bot.series.fix_ups`), [msgid, number fixed] pairs in
+    # the order they would be folded in; runs apply the patches as sent, without them
+    fix_ups: Mapped[list[list[Any]]] = mapped_column(JSON, default=list, server_default="[]")
 
     series: Mapped[Series] = relationship(back_populates="versions")
     cover: Mapped[Message | None] = relationship(foreign_keys=[cover_message_id])

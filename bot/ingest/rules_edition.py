@@ -86,7 +86,10 @@ from bot.db.models import RulesEdition
 #    the numbers no patch was sent with (rule 11; virtualization).
 # 19: a patch whose tags call it a fix-up (`[PATCH v6 10/13 -fix]`, `fix2`, `fixup`) continues
 #    no posting, so never takes its patch's place (rules 1, 6 and 9; linuxppc-dev).
-RULES_EDITION = 19
+# 20: mm's fix-ups of a version's patches (`(fix)`, `(fix 2)`, `: fix`, a `-fix` tag, under a
+#    patch's number and title) are the version's (`series_versions.fix_ups`), not an
+#    incomplete version of their own (`bot.series.fix_ups`; cgroups, linuxppc-dev, linux-s390).
+RULES_EDITION = 20
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

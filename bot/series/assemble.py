@@ -232,7 +232,7 @@ def update_series(
         postings = group_thread(conn, parts, resent.get(thread_id, ()))
         note_postings(postings, notes)
         found += [(thread_id, p) for p in postings]
-        not_taken += [rows[m].id for p in postings for m in p.without_diff]
+        not_taken += [rows[m].id for p in postings for m in [*p.without_diff, *p.fix_ups]]
     found = [(t, p) for t, p in found if p.patches]  # a cover letter alone is not a posting yet
     if found or not_taken:
         known = _Known(conn, [p for _, p in found], rows, not_taken)
@@ -271,11 +271,16 @@ def _unchanged(version: VersionRecord, posting: Posting, rows: dict[str, Any]) -
         version.cover_message_id == cover_id
         and version.version == posting.version
         and version.patches == {i: rows[m].id for i, m in posting.patches.items()}
+        and version.fix_ups == _fix_ups(posting)
         and version.notes == posting.notes  # a Message-ID found shared since
         # the same rows read again otherwise (`bot.ingest.reparse`): a relay's author, a title
         and version.author_email == posting.author
         and version.title == posting.title
     )
+
+
+def _fix_ups(posting: Posting) -> list[list[Any]]:
+    return [[msgid, number] for msgid, number in posting.fix_ups.items()]
 
 
 def _existing_versions(
@@ -374,6 +379,7 @@ def _store_posting(
     version.base_commit = carrier.base_commit
     version.change_id = carrier.change_id
     version.notes = posting.notes
+    version.fix_ups = _fix_ups(posting)
     version.date = posting.date
     version.updated_at = utcnow()
     # What the posting no longer holds goes before its size is taken: a patch grouped here once

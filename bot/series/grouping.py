@@ -113,6 +113,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    over unversioned patches). A later version's letter whose patches went elsewhere stays
    apart when the first said its version.
 
+16. Patches that are fix-ups of a posting's patches (`bot.series.fix_ups`: under a patch's
+   number and title with `(fix)`, `(fix 2)` or `: fix` after it, or a fix-up tag, by its
+   author) are that posting's fix-ups, not a posting: mm's fix-ups of v8's 3/6 and 6/6 made an
+   incomplete "v8" of their own before rules edition 20.
+
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
 after v4 and before v5, and where they key postings by version, v4.1 is a key of its own.
@@ -131,6 +136,7 @@ from dataclasses import dataclass, field
 from bot.mail.shortlog import same_title
 from bot.mail.subject import point_of, says_fix_up
 from bot.series import unthreaded
+from bot.series.fix_ups import fix_ups
 from bot.series.parts import ThreadMessage, same_author
 
 _NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
@@ -158,6 +164,7 @@ class Posting:
     # is meant (rule 9) or number patches sent without (rule 11), was not read:
     # `bot.series.cover_shortlogs` reads it
     needs_shortlog: bool = False
+    fix_ups: dict[str, int] = field(default_factory=dict)  # msgid -> the number it fixes
 
     @property
     def complete(self) -> bool:
@@ -277,8 +284,12 @@ def group_postings(
     late = _late_covers(groups, by_id)  # rule 14
     retitled = _retitled_covers(groups, by_id)  # rule 15
     again = _sent_again(groups, resent_covers or {})  # rules 12 and 13
+    fixes = fix_ups(groups)  # rule 16
+    fixing = {msgid for found in fixes.values() for msgid in found}
+    groups = {a: g for a, g in groups.items() if g[0].msgid not in fixing}
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
+        posting.fix_ups = fixes.get(posting.anchor, {})
         if (note := again.get(posting.anchor)) is not None:
             posting.notes.append(note)
         if posting.cover in late:

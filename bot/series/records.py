@@ -85,6 +85,7 @@ class VersionRecord:
     notes: list[str] = field(default_factory=list)
     updated_at: dt.datetime | None = None
     ambiguous: bool = False
+    fix_ups: list[list[Any]] = field(default_factory=list)  # [msgid, number fixed] pairs
     patches: dict[int, int] = field(default_factory=dict)
     id: int | None = None  # None until written
     stored_patches: dict[int, int] = field(default_factory=dict)  # as the database holds them

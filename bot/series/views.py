@@ -147,6 +147,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
         "prefixes": version.prefixes,
         "date": _iso(version.date),
         "notes": version.notes,
+        # mm's fix-ups sent for its patches (bot.series.fix_ups), which runs do not apply
+        "fix_ups": [{"message_id": msgid, "fixes": number, "url": LORE + msgid}
+                    for msgid, number in version.fix_ups],
         # lore knows a copy by the id it claims
         "url": LORE + (first.sent_msgid if (first := version.first_message)
                        else version.anchor_msgid),

@@ -603,3 +603,27 @@ def test_a_series_of_fixes_tagged_so_keeps_its_cover_letter():
     thread = series("a", 2)
     tagged = [thread[0], *(dataclasses.replace(m, prefixes=("fix",)) for m in thread[1:])]
     assert found(tagged) == [(1, "a0", ["a0", "a1", "a2"])]
+
+
+def test_fix_ups_of_a_postings_patches_are_its_own_not_a_posting():
+    """mm's fix-ups: `title (fix)` and `(fix 2)` under 3/3's number, in reply to it; a `-fix`
+    tag under 1/3's own title, in reply to the cover letter (rule 16). They are the posting's,
+    by the number each fixes, not an incomplete posting of their own."""
+    thread = series("a", 3)
+    fix = dataclasses.replace(msg("f1", "a3", counter=3, total=3), title="title of a3 (fix)")
+    fix2 = dataclasses.replace(msg("f2", "f1", counter=3, total=3), title="title of a3 (fix 2)")
+    tagged = dataclasses.replace(msg("t1", "a0", counter=1, total=3), title="title of a1",
+                                 prefixes=("-fix",), fingerprint="a fix-up's diff")
+    (posting,) = group_postings([*thread, fix, fix2, tagged])
+    assert posting.members == ["a0", "a1", "a2", "a3"]
+    assert list(posting.fix_ups.items()) == [("t1", 1), ("f1", 3), ("f2", 3)]
+    # another person's, or one under no title of the posting's patches, is a posting
+    others = [dataclasses.replace(fix, author="rita@example.org", author_name="Rita"),
+              dataclasses.replace(fix, title="title of nothing (fix)")]
+    for other in others:
+        postings = group_postings([*thread, other])
+        assert [p.members for p in postings] == [["a0", "a1", "a2", "a3"], ["f1"]]
+        assert postings[0].fix_ups == {}
+    # a counterless `[PATCH] title (fix)` fixes the patch it replies to
+    counterless = dataclasses.replace(msg("c1", "a2"), title="title of a2 (fix)")
+    assert group_postings([*thread, counterless])[0].fix_ups == {"c1": 2}

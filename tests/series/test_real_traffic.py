@@ -868,6 +868,39 @@ def test_a_fix_up_tagged_under_the_patchs_title_does_not_replace_it(
     assert mbox.count("Subject: [PATCH") == 3 and tag not in mbox
 
 
+def test_fix_ups_are_the_versions_and_shown_with_it(
+    db, db_url, make, ingest_settings, tmp_path
+):
+    """Nhat Pham's `[PATCH v8 3/6] zswap: make shrinking memcg-aware (fix)` in reply to 3/6
+    (cgroups, linux-mm) and Aneesh Kumar's `[PATCH v6 10/13 -fix]` in reply to the cover
+    letter (linuxppc-dev): one version, its fix-ups listed by the number each fixes, and no
+    incomplete second version of their own. Its mbox is the patches as sent."""
+    v1 = make(V1)
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    fixes = []
+    for number, subject, parent in ((2, "{title} (fix)", v1[2]), (3, "[-fix] {title}", v1[0])):
+        (fix,) = make(SeriesSpec(title=f"unused {number}", patches=1, cover=False,
+                                 changes=(spare,), in_reply_to=f"<{msgs_id(parent)}>",
+                                 start_date=dt.datetime(2026, 12, 20 + number, tzinfo=dt.UTC)))
+        title = header(v1[number], "Subject").split("] ", 1)[1]
+        tags, _, title = subject.format(title=title).rpartition("] ")
+        fixes.append(with_header(fix, "Subject",
+                                 f"[PATCH {number}/3{tags.replace('[', ' ')}] {title}"))
+    assert header(fixes[1], "Subject").startswith("[PATCH 3/3 -fix] ")
+    assert header(fixes[0], "Subject").endswith(" (fix)")
+    store(db, [*v1, *fixes], ingest_settings)
+    s = only_series(db)
+    assert [shape(v) for v in s["versions"]] == [(1, msgs_id(v1[0]), ids(v1[1:]), True)]
+    assert [(f["message_id"], f["fixes"]) for f in s["versions"][0]["fix_ups"]] == [
+        (msgs_id(fixes[0]), 2), (msgs_id(fixes[1]), 3)]
+    lorelab = Lorelab(tmp_path, db_url)
+    shown = lorelab.run("series", "show", str(s["id"])).stdout.decode()
+    assert "fix-ups sent for it, which lorelab's runs do not apply:" in shown, shown
+    assert f"of 2/3: <{msgs_id(fixes[0])}>" in shown and f"of 3/3: <{msgs_id(fixes[1])}>" in shown
+    mbox = lorelab.run("series", "mbox", str(s["id"])).stdout.decode()
+    assert mbox.count("\nSubject: ") == 3 and "(fix)" not in mbox and "-fix]" not in mbox
+
+
 BOUNCE = SeriesSpec(title="block: bounce buffer direct I/O", patches=3)
 
 
@@ -1116,13 +1149,13 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
         replacement = with_header(replacement, name, value)
     store(db, [*v1, fix], ingest_settings)
     store(db, [replacement], ingest_settings)
-    by_title = {s["title"]: [shape(v) for v in s["versions"]] for s in all_series(db)}
-    assert by_title == {
-        V1.title: [(1, msgs_id(v1[0]),
-                    [msgs_id(v1[1]), msgs_id(replacement), msgs_id(v1[3])], True)],
-        f"{title} (fix)": [(1, None, [msgs_id(fix)], False)]}
-    versions = next(s for s in all_series(db) if s["title"] == V1.title)["versions"]
+    s = only_series(db)  # the fix-up is v1's, not a version of its own
+    assert [shape(v) for v in s["versions"]] == [
+        (1, msgs_id(v1[0]), [msgs_id(v1[1]), msgs_id(replacement), msgs_id(v1[3])], True)]
+    versions = s["versions"]
     assert versions[0]["notes"] == [f"patch 2/3 was sent twice; using {msgs_id(replacement)}"]
+    assert [(f["message_id"], f["fixes"]) for f in versions[0]["fix_ups"]] == [
+        (msgs_id(fix), 2)]
     with db.session() as session:
         version = session.get(SeriesVersion, versions[0]["id"])
         mbox = " ".join(am_ready_mbox(session, version).decode().split()).lower()

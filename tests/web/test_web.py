@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import requests
+import sqlalchemy as sa
 
 from bot.config.lab_hosts import LabHostSettings
 from bot.db.models import Run, SeriesVersion
@@ -136,6 +137,25 @@ def test_series_page_shows_versions_patches_logs_verdicts_plots_and_the_reply(si
     assert "applied =\n(8 interleaved" in html  # quoted-printable soft break, as sent
     older = requests.get(f"{site}/series/{data.regressed}?version=1", timeout=10).text
     assert "nr_batched" in older and "v1 (shown)" in older and "<svg" not in older
+
+
+def test_a_versions_fix_ups_are_listed_on_its_page(site, data, db):
+    """mm's fix-ups sent for a version (`series_versions.fix_ups`, as assembly stores them):
+    the page says which patch each fixes and that runs do not apply them."""
+    with db.session() as session:
+        version = session.scalars(sa.select(SeriesVersion).where(
+            SeriesVersion.series_id == data.regressed, SeriesVersion.version == 2)).one()
+        version.fix_ups = [["fix-of-2@example.org", 2]]
+        size = version.expected
+        session.commit()
+    html = requests.get(f"{site}/series/{data.regressed}", timeout=10).text
+    said = " ".join(re.sub(r"<[^>]+>", " ", re.search(
+        r'<p class="small fix-ups">.*?</p>', html, re.S).group(0)).split())
+    assert said == f"Fix-ups sent for v2, which lorelab's runs do not apply: of 2/{size}"
+    assert 'href="https://lore.kernel.org/r/fix-of-2@example.org"' in html
+    api = requests.get(f"{site}/api/series/{data.regressed}", timeout=10).json()
+    assert [(f["message_id"], f["fixes"]) for f in api["series"]["versions"][1]["fix_ups"]] == [
+        ("fix-of-2@example.org", 2)]
 
 
 def test_api_gives_series_runs_campaigns_with_samples_and_hosts(site, data):
