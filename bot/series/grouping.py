@@ -68,8 +68,7 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    A patch sent again changed, under its title and number, in reply to the patch it replaces
    is in its posting so, a correction (`[PATCH v5 3/6 REPLACE]`, Nhat Pham's zswap series;
    `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` and `-fix` are not
-   (rule 6), nor
-   the same diff sent again (`[PATCH RESEND 2/3]`).
+   (rule 6), nor the same diff sent again (`[PATCH RESEND 2/3]`).
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
