@@ -42,9 +42,16 @@ def fix_ups(groups: Mapping[str, list[ThreadMessage]]) -> dict[str, dict[str, in
     made of fix-ups only, each of a patch of a group that is not: anchor of the group fixed ->
     the fix-ups' msgids -> the number each fixes. The groups whose parts are named here are no
     postings."""
+    # Only groups whose every part reads as a fix-up are looked into: most threads have none,
+    # and grouping runs for every thread a batch touches.
+    titled = {anchor: titles for anchor, group in groups.items()
+              if all(titles := [fixed_title(m) if m.kind == "patch" else None for m in group])}
+    if not titled:
+        return {}
     member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
-    targets = {anchor: [_target(m, groups, member_of, anchor) for m in group]
-               for anchor, group in groups.items()}
+    targets = {anchor: [_target(m, title, groups, member_of, anchor)
+                        for m, title in zip(groups[anchor], titles, strict=True)]
+               for anchor, titles in titled.items()}
     only_fix_ups = {a for a, found in targets.items() if all(t is not None for t in found)}
     found: dict[str, list[tuple[int, dt.datetime, str]]] = {}
     for anchor in only_fix_ups:
@@ -58,12 +65,11 @@ def fix_ups(groups: Mapping[str, list[ThreadMessage]]) -> dict[str, dict[str, in
             for target, fixes in found.items()}
 
 
-def _target(msg: ThreadMessage, groups: Mapping[str, list[ThreadMessage]],
+def _target(msg: ThreadMessage, title: str, groups: Mapping[str, list[ThreadMessage]],
             member_of: Mapping[str, str], own: str) -> tuple[str, int] | None:
-    """The group and number of the patch `msg` is a fix-up of: the one it replies to (up its
-    References) else the latest sent before it, of its author, number, size and release."""
-    if msg.kind != "patch" or (title := fixed_title(msg)) is None:
-        return None
+    """The group and number of the patch `msg` is a fix-up of (`title`, its `fixed_title`):
+    the one it replies to (up its References) else the latest sent before it, of its author,
+    number, size and release."""
     candidates = [
         (anchor, p) for anchor, group in groups.items() if anchor != own for p in group
         if p.kind == "patch" and same_author(p, msg) and same_title(p.title, title)
