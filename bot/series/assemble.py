@@ -13,7 +13,6 @@ posting alone when nothing about it changed.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from bot.series.shared_ids import (
     unresolved,
 )
 from bot.series.trailers import attribute_trailers
+from bot.series.undated import UNDATED_LAST
 
 # The statements a batch sends, built once: the lists they look up are their parameters.
 _POSTING_PARTS = sa.select(*POSTING_COLUMNS).where(
@@ -74,7 +74,6 @@ _VERSIONS_BY_CHANGE = sa.select(SeriesVersion.series_id).where(
 )
 _SERIES_BY_ID = sa.select(*records.SERIES_COLUMNS).where(in_param(Series.id, "ids"))
 _MSGID = sa.select(Message.msgid).where(Message.id == sa.bindparam("id"))
-_NO_DATE = dt.datetime.max.replace(tzinfo=dt.UTC)
 _VERSIONS_OF_THREADS = sa.select(SeriesVersion.id).where(
     in_param(SeriesVersion.thread_id, "threads")
 )
@@ -330,7 +329,7 @@ def _anchor_for(
     if not holder.patches:  # a version of this run's that gets its patches later
         return first
     theirs = conn.scalar(_MSGID, {"id": holder.patches[min(holder.patches)]})
-    if (holder.date or _NO_DATE, theirs) < (posting.date or _NO_DATE, first):
+    if (holder.date or UNDATED_LAST, theirs) < (posting.date or UNDATED_LAST, first):
         return first
     holder.anchor_msgid = theirs
     holder.changed = True

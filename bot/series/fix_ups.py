@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from bot.mail.shortlog import same_title
 from bot.mail.subject import says_fix_up
 from bot.series.parts import ThreadMessage, same_author
+from bot.series.undated import UNDATED_FIRST
 
-_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
 # How a fix-up's title ends where its tags do not say so: `title (fix)`, `(fix 2)`, `: fix2`.
 _FIX_UP_ENDING = re.compile(r"\s*(?:\(\s*fix(?:up)?(?:\s*\d+)?\s*\)|:\s*fix(?:up)?\s*\d*)\s*$",
                             re.I | re.A)
@@ -59,7 +59,7 @@ def fix_ups(groups: Mapping[str, list[ThreadMessage]]) -> dict[str, dict[str, in
         if any(target in only_fix_ups for target, _ in fixed):
             continue  # fix-ups of fix-ups: as they were
         for msg, (target, number) in zip(groups[anchor], fixed, strict=True):
-            found.setdefault(target, []).append((number, msg.date or _NO_DATE, msg.msgid))
+            found.setdefault(target, []).append((number, msg.date or UNDATED_FIRST, msg.msgid))
     # by the number fixed, then as sent: the order they would be folded in
     return {target: {msgid: number for number, _, msgid in sorted(fixes)}
             for target, fixes in found.items()}

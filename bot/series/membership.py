@@ -27,8 +27,7 @@ from typing import Any
 
 from bot.series.grouping import series_title
 from bot.series.records import SeriesRecord, VersionRecord, title_key
-
-_NO_DATE = dt.datetime.max.replace(tzinfo=dt.UTC)
+from bot.series.undated import UNDATED_LAST
 
 
 def carrier_id(version: VersionRecord) -> int | None:
@@ -47,7 +46,7 @@ def _carrier(version: VersionRecord, parts: Mapping[int, Any]) -> Any | None:
 
 def order(version: VersionRecord) -> tuple[dt.datetime, str]:
     """Versions in order of date (undated last), then of anchor: the first names the series."""
-    return (version.date or _NO_DATE, version.anchor_msgid)
+    return (version.date or UNDATED_LAST, version.anchor_msgid)
 
 
 def components(

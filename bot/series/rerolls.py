@@ -34,8 +34,8 @@ from bot.db.models import Message, Patch, SeriesVersion
 from bot.db.value_lists import in_param
 from bot.mail.subject import point_of
 from bot.series.shared_ids import unresolved
+from bot.series.undated import UNDATED_FIRST
 
-_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
 _MAX_CHAIN = 50  # replies walked up from a patch: a reference loop must not hang assembly
 
 
@@ -89,7 +89,7 @@ def answers_its_number(
 
 def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None, bool]]:
     """For each version: (the version it rerolls or None, complete)."""
-    ordered = sorted(versions, key=lambda v: (v.release, v.date or _NO_DATE, v.id))
+    ordered = sorted(versions, key=lambda v: (v.release, v.date or UNDATED_FIRST, v.id))
     out: dict[int, tuple[int | None, bool]] = {}
     covered: dict[int, set[int]] = {}  # the numbers a test of each version applies
     for v in ordered:

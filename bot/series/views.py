@@ -32,10 +32,10 @@ from bot.db.models import (
 )
 from bot.mail import parse_message
 from bot.mail.subject import point_of, version_label
+from bot.series.undated import UNDATED_FIRST
 
 LORE = "https://lore.kernel.org/r/"
 STAGES = ("apply", "build", "bench", "report", "reply")
-_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
 # When the steps of one stage differ (build-base done, build-patched failed), the stage shows
 # the first of these that any of them is in.
 _STATE_PRECEDENCE = ("failed", "running", "queued", "cancelled", "superseded")
@@ -108,7 +108,7 @@ def _release_order(version: SeriesVersion) -> tuple[int, int, dt.datetime, int]:
     """Versions as they were released: v4, v4.1 (a point release), v5; postings of one release
     by date."""
     return (version.version, point_of(version.version, version.prefixes),
-            version.date or _NO_DATE, version.id)
+            version.date or UNDATED_FIRST, version.id)
 
 
 def version_dict(version: SeriesVersion, with_patches: bool = True,
