@@ -89,7 +89,10 @@ from bot.db.models import RulesEdition
 # 20: mm's fix-ups of a version's patches (`(fix)`, `(fix 2)`, `: fix`, a `-fix` tag, under a
 #    patch's number and title) are the version's (`series_versions.fix_ups`), not an
 #    incomplete version of their own (`bot.series.fix_ups`; cgroups, linuxppc-dev, linux-s390).
-RULES_EDITION = 20
+# 21: several series one run sent into one place, each numbered 1..N in full one after the
+#    other (the kernel's and makedumpfile's under one cover letter), are a version each, not
+#    later copies of one another's numbers (`bot.series.grouping`, rule 17; nvdimm, ltp).
+RULES_EDITION = 21
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -116,6 +116,15 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    number and title with `(fix)`, `(fix 2)` or `: fix` after it, or a fix-up tag, by its
    author) are that posting's fix-ups, not a posting: mm's fix-ups of v8's 3/6 and 6/6 made an
    incomplete "v8" of their own before rules edition 20.
+17. Several series sent by one `git send-email` run into one posting's place, one after the
+   other, each numbered 1..N in full (`[RFC PATCH v3 1/3]`..`3/3` for the kernel, then
+   `[RFC PATCH makedumpfile v3 1/3]`..`3/3`, under one cover letter; LTP's `[PATCH 1/2]`,
+   `2/2` of two sets after a `1/3`..`3/3`), are a posting each: the later set is no correction
+   of the first (rule 9), which lost a whole series. The cover letter goes with the set
+   whose tags are its own (the kernel's, not makedumpfile's), else the first; the others are
+   named by their first patch. Stale files of an earlier run go by number (`1/2`, `1/2`,
+   `2/2`, `2/2`), one set sent twice is the same patches, and two `1/1`s are as often a stale
+   file and its new version (linux-bluetooth): all stay rule 9's.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -137,8 +146,7 @@ from bot.mail.subject import point_of, says_fix_up
 from bot.series import unthreaded
 from bot.series.fix_ups import fix_ups
 from bot.series.parts import ThreadMessage, same_author
-
-_NO_DATE = dt.datetime.min.replace(tzinfo=dt.UTC)
+from bot.series.undated import UNDATED_FIRST
 
 
 @dataclass
@@ -213,7 +221,7 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
 
 
 def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
-    return (msg.date or _NO_DATE, msg.counter, msg.msgid)
+    return (msg.date or UNDATED_FIRST, msg.counter, msg.msgid)
 
 
 def group_postings(
@@ -279,6 +287,7 @@ def group_postings(
     for group in strays:  # rule 4
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
+    bundled = _bundled(groups)  # rule 17
     _join_additions(groups, by_id)
     late = _late_covers(groups, by_id)  # rule 14
     retitled = _retitled_covers(groups, by_id)  # rule 15
@@ -289,7 +298,7 @@ def group_postings(
     postings = [_posting(anchor, group, by_id) for anchor, group in groups.items()]
     for posting in postings:
         posting.fix_ups = fixes.get(posting.anchor, {})
-        if (note := again.get(posting.anchor)) is not None:
+        if (note := again.get(posting.anchor) or bundled.get(posting.anchor)) is not None:
             posting.notes.append(note)
         if posting.cover in late:
             posting.notes.append(f"its cover letter was sent in reply to its patch "
@@ -602,6 +611,51 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
     return notes
 
 
+def _bundled(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
+    """Rule 17: the series one run sent into a group, one after the other, each a group of its
+    own; the cover letter stays with the set of its tags. The note for each new group, by its
+    name."""
+    notes: dict[str, str] = {}
+    for anchor, group in list(groups.items()):
+        sets = _one_run_sets(sorted((m for m in group if m.kind == "patch"), key=_by_date))
+        if sets is None:
+            continue
+        letters = [m for m in group if m.kind != "patch"]
+        home = next((s for s in sets for c in letters if s[0].prefixes == c.prefixes), sets[0])
+        groups[anchor] = sorted([*letters, *home], key=_by_date)
+        for patches in sets:
+            if patches is not home:
+                groups[patches[0].msgid] = patches
+                notes[patches[0].msgid] = (
+                    f"sent by one run with {len(sets) - 1} other series numbered "
+                    f"1/{patches[0].total}..{patches[0].total}/{patches[0].total} in the same "
+                    f"place ({anchor}): a posting of its own")
+    return notes
+
+
+def _one_run_sets(patches: list[ThreadMessage]) -> list[list[ThreadMessage]] | None:
+    """`patches` (in date order) as the different series one run sent one after the other,
+    each numbered 1..N in full; None unless there are several."""
+    sets: list[list[ThreadMessage]] = []
+    for msg in patches:
+        if not sets or not _one_send(sets[-1][-1], msg):
+            if sets:
+                return None  # another run: rule 12's
+            sets.append([msg])
+        elif msg.counter > sets[-1][-1].counter:
+            sets[-1].append(msg)
+        else:
+            sets.append([msg])
+    # single patches are left to rule 9: `[PATCH 1/1]` and `[PATCH v2 1/1]` are a stale file
+    # and its new version as often as two sets
+    whole = all(s[0].total > 1 and [m.counter for m in s] == list(range(1, s[0].total + 1))
+                for s in sets)
+    if len(sets) < 2 or not whole:
+        return None
+    sent = {tuple((m.title, m.fingerprint) for m in s) for s in sets}
+    return sets if len(sent) == len(sets) else None
+
+
 def _lone_letters(groups: dict[str, list[ThreadMessage]]
                   ) -> list[tuple[str, ThreadMessage, str]]:
     """Each cover letter that is a group of its own (no patches) sent in reply to a part of
@@ -783,5 +837,5 @@ def series_title(versions: Iterable[tuple[int, bool, dt.datetime | None, str]]) 
     if not titled:
         return ""
     # Two versions alike but for the title (v1 and its resend, one date): the title decides.
-    newest = max(titled, key=lambda v: (v[1], v[0], v[2] or _NO_DATE, v[3]))
+    newest = max(titled, key=lambda v: (v[1], v[0], v[2] or UNDATED_FIRST, v[3]))
     return newest[3]

@@ -627,3 +627,44 @@ def test_fix_ups_of_a_postings_patches_are_its_own_not_a_posting():
     # a counterless `[PATCH] title (fix)` fixes the patch it replies to
     counterless = dataclasses.replace(msg("c1", "a2"), title="title of a2 (fix)")
     assert group_postings([*thread, counterless])[0].fix_ups == {"c1": 2}
+
+
+def test_several_series_sent_by_one_run_are_a_posting_each():
+    """Rule 17: the kernel's `1/3`..`3/3`, then makedumpfile's `[PATCH makedumpfile 1/3]`..,
+    one run, all in reply to one cover letter (nvdimm, "pmem memmap dump support"): two
+    postings, the letter with the set of its tags. Before, makedumpfile's later numbers
+    replaced the kernel's (rule 9) and the kernel's series was lost."""
+    letter, *kernel = series("a", 3)
+    tools = [dataclasses.replace(msg(f"m{i}", "a0", counter=i, total=3),
+                                 prefixes=("makedumpfile",)) for i in (1, 2, 3)]
+    postings = group_postings([letter, *kernel, *tools])
+    assert [(p.cover, p.members) for p in postings] == [
+        ("a0", ["a0", "a1", "a2", "a3"]), (None, ["m1", "m2", "m3"])]
+    assert "a posting of its own" in postings[1].notes[0]
+    # sent the other way round, the letter still goes with the kernel's set
+    swapped = [dataclasses.replace(m, date=m.date + dt.timedelta(minutes=shift))
+               for shift, sent in ((-3, tools), (3, kernel)) for m in sent]
+    assert sorted(found([letter, *swapped]), key=str) == [
+        (1, "a0", ["a0", "a1", "a2", "a3"]), (1, None, ["m1", "m2", "m3"])]
+
+
+def test_sets_without_a_cover_letter_sent_by_one_run_stay_apart():
+    """LTP: `[PATCH 1/3]`..`3/3`, then two different `[PATCH 1/2]`, `2/2` sets, every mail in
+    reply to the first (`git send-email` given three folders): three postings."""
+    first = msg("a1", counter=1, total=3)
+    thread = [first, *(msg(f"a{i}", "a1", counter=i, total=3) for i in (2, 3))]
+    thread += [msg(f"{s}{i}", "a1", counter=i, total=2) for s in "bc" for i in (1, 2)]
+    assert found(thread) == [(1, None, ["a1", "a2", "a3"]), (1, None, ["b1", "b2"]),
+                             (1, None, ["c1", "c2"])]
+
+
+def test_stale_files_and_one_set_sent_twice_stay_one_posting():
+    """What rule 17 leaves to rule 9: a folder's stale files go by number (`1/2`, `1/2`,
+    `2/2`, `2/2`: the later of each), and the same patches sent twice by one run are one
+    posting of the first copies."""
+    letter = cover("a0", 2)
+    stale = [msg(f"{s}{i}", "a0", counter=i, total=2) for i in (1, 2) for s in "on"]
+    assert found([letter, *stale]) == [(1, "a0", ["a0", "n1", "n2"])]
+    sets = [dataclasses.replace(msg(f"{s}{i}", "a0", counter=i, total=2), title=f"t{i}",
+                                fingerprint=f"diff {i}") for s in "xy" for i in (1, 2)]
+    assert found([letter, *sets]) == [(1, "a0", ["a0", "x1", "x2"])]

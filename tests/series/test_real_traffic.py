@@ -23,6 +23,7 @@ from bot.config import IngestSettings
 from bot.db.models import SeriesVersion
 from bot.demo.threads import (
     DEFAULT_POOL,
+    DEFAULT_START,
     SeriesSpec,
     make_reply,
     make_series,
@@ -1162,3 +1163,28 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
     assert mbox.count("subject: [patch") == 3 and "(fix)" not in mbox
     assert f"message-id: <{msgs_id(replacement)}>".lower() in mbox
     assert f"message-id: <{msgs_id(v1[2])}>".lower() not in mbox
+
+
+def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
+    db, make, ingest_settings
+):
+    """One `git send-email` run of a cover letter, the kernel's `[RFC PATCH v3 1/3]`..`3/3`
+    and makedumpfile's `[RFC PATCH makedumpfile v3 1/3]`..`3/3`, every mail in reply to the
+    letter (nvdimm, Li Zhijian's "pmem memmap dump support" v2 and v3). Before, makedumpfile's
+    patches took the kernel's numbers as later copies (rule 9): the version a run would test
+    held makedumpfile's C files, and the kernel's series was in no version."""
+    v1 = make(V1)
+    spare = tuple(c for c in DEFAULT_POOL if c not in series_changes(V1))[:3]
+    tools = make(SeriesSpec(title="unused", patches=3, cover=False, changes=spare,
+                            subject_prefix="PATCH makedumpfile",
+                            start_date=DEFAULT_START + dt.timedelta(minutes=4)))
+    for name in ("In-Reply-To", "References"):
+        tools = [with_header(m, name, reply_to(v1)) for m in tools]
+    store(db, [*v1, *tools], ingest_settings)
+    # one series, as the author sent them: the set replies to the kernel's cover letter
+    versions = {v["cover_message_id"]: v for v in only_series(db)["versions"]}
+    assert shape(versions[msgs_id(v1[0])]) == (1, msgs_id(v1[0]), ids(v1[1:]), True)
+    assert shape(versions[None]) == (1, None, ids(tools), True)
+    assert versions[None]["notes"] == [
+        f"sent by one run with 1 other series numbered 1/3..3/3 in the same place "
+        f"({msgs_id(v1[0])}): a posting of its own"]
