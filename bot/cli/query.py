@@ -249,7 +249,12 @@ def series_show(
     out.print(f"lists: {', '.join(data['lists']) or '-'}   change-id: {data['change_id'] or '-'}",
               markup=False)
     for v in data["versions"]:
-        state = "complete" if v["complete"] else f"incomplete, missing {v['missing']}"
+        if v["continued_by"] is not None:
+            where = ("below" if v["continued_in_series"] == data["id"]
+                     else f"in series {v['continued_in_series']}")
+            state = f"a piece of {v['label']}, whose rest was sent later ({where})"
+        else:
+            state = "complete" if v["complete"] else f"incomplete, missing {v['missing']}"
         flags = " ".join(
             f for f in ("RFC" if v["rfc"] else "", "RESEND" if v["resend"] else "") if f
         )
@@ -259,7 +264,11 @@ def series_show(
             f"  cover: {_sent_id(v['cover_sent_message_id'], v['cover_message_id'])}\n"
             f"  base-commit: {v['base_commit'] or '-'}"
         )
-        if v["reroll_of"] is not None:
+        if v["reroll_of_label"] == v["label"]:
+            out.print(f"  the last piece of {v['label']}, sent a few patches at a time: the "
+                      "patches it did not send are the earlier pieces' and those of the version "
+                      "they reroll", markup=False)
+        elif v["reroll_of"] is not None:
             out.print(f"  a partial reroll of {v['reroll_of_label']}: the patches it did not "
                       f"send again are {v['reroll_of_label']}'s", markup=False)
         if v["measured_by_run"] is not None:

@@ -92,7 +92,10 @@ from bot.db.models import RulesEdition
 # 21: several series one run sent into one place, each numbered 1..N in full one after the
 #    other (the kernel's and makedumpfile's under one cover letter), are a version each, not
 #    later copies of one another's numbers (`bot.series.grouping`, rule 17; nvdimm, ltp).
-RULES_EDITION = 21
+# 22: a version sent a few patches at a time, each piece a partial reroll of other numbers, is
+#    its last piece, which takes the rest from the pieces before it (`bot.series.rerolls`;
+#    ltp, linux-arch, nvdimm, linux-bluetooth).
+RULES_EDITION = 22
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

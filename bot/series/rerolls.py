@@ -14,7 +14,13 @@ no other posting of version v (a reroll sent in a thread of its own). The base i
 such posting, itself perhaps a reroll; a reroll retitled by its first patch may be filed as a
 series of its own, and its thread still finds its base. Beyond b4, a point release (`[PATCH
 v4.1 9/9]` in reply to v4's 9/9, Darrick Wong's respin of one patch) rerolls the release before
-it, v4 (or an earlier point of v4), by the same rule. The link
+it, v4 (or an earlier point of v4), by the same rule. A version sent a few patches at a time,
+each piece in reply to (a review of) the patches it replaces and no number sent twice (LTP's
+`[PATCH v2 1/2]` and `v2 2/2` two minutes apart, each answering its review; Linus Torvalds's
+`[PATCH 4/7 v2]` and `6/7 v2`), is read as b4 reads it, one revision: each piece takes the rest
+from the one before it, the first from v - 1, and the last piece is the version; the earlier
+ones stand for their numbers, incomplete (`SeriesVersion.rerolled_by` finds the piece after).
+The link
 is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
 number, and `SeriesVersion.applied_patches` lists what a test applies.
 
@@ -59,6 +65,12 @@ class VersionFacts:
         return self.indexes >= set(range(1, self.expected + 1))
 
     @property
+    def rerolls(self) -> bool:
+        """Whether it may be a partial reroll: some numbers missing, and each patch it has
+        answers a message of its number."""
+        return not self.whole and bool(self.replies) and all(self.replies)
+
+    @property
     def release(self) -> tuple[int, int]:
         return (self.version, self.point)
 
@@ -90,11 +102,12 @@ def answers_its_number(
 def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None, bool]]:
     """For each version: (the version it rerolls or None, complete)."""
     ordered = sorted(versions, key=lambda v: (v.release, v.date or UNDATED_FIRST, v.id))
+    place = {v.id: i for i, v in enumerate(ordered)}
     out: dict[int, tuple[int | None, bool]] = {}
     covered: dict[int, set[int]] = {}  # the numbers a test of each version applies
     for v in ordered:
-        base = None
-        if v.release > (1, 0) and not v.whole and v.replies and all(v.replies):
+        base, continued = None, False
+        if v.release > (1, 0) and v.rerolls:
             kin = [b for b in ordered if b.id != v.id and _related(b, v)]
             # b4 looks in the thread: a version v - 1 there is the base, and a whole vN posted
             # later in a thread of its own does not count. Else the series' v - 1, when the
@@ -105,12 +118,27 @@ def choose_bases(versions: Iterable[VersionFacts]) -> dict[int, tuple[int | None
             earlier = [b for b in pool if v.follows(b)]
             # Another posting of its own version (mm's `[PATCH v8 3/6] ... (fix)` beside v8, a
             # `v5 update 29/32`): b4 reads the two as one revision, and this one as no reroll.
-            if earlier and not any(b.release == v.release for b in pool):
-                base = earlier[-1]
+            # Unless every one is a reroll of other numbers: the version sent a patch at a
+            # time, each in reply to (a review of) the one it replaces, which b4 reads as one
+            # revision too. Each takes the rest from the one before; the last one is the
+            # version, and the ones before it, incomplete, stand for its earlier numbers.
+            same = [b for b in pool if b.release == v.release]
+            if earlier and (not same or _pieces([v, *same])):
+                before = [b for b in same if place[b.id] < place[v.id]]
+                base = before[-1] if before else earlier[-1]
+                continued = len(before) < len(same)
         covered[v.id] = v.indexes | (covered[base.id] if base else set())
-        complete = not v.unresolved and covered[v.id] >= set(range(1, v.expected + 1))
+        complete = (not v.unresolved and not continued
+                    and covered[v.id] >= set(range(1, v.expected + 1)))
         out[v.id] = (base.id if base else None, complete)
     return out
+
+
+def _pieces(versions: list[VersionFacts]) -> bool:
+    """Whether these postings of one release are one version sent a few patches at a time:
+    each a reroll, no number sent twice."""
+    numbers = [i for v in versions for i in v.indexes]
+    return all(v.rerolls for v in versions) and len(numbers) == len(set(numbers))
 
 
 # A reroll is a version past v1, or a point release of v1 (`v1.1`), incomplete until linked:

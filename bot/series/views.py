@@ -112,9 +112,11 @@ def _release_order(version: SeriesVersion) -> tuple[int, int, dt.datetime, int]:
 
 
 def version_dict(version: SeriesVersion, with_patches: bool = True,
-                 measuring: Mapping[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+                 measuring: Mapping[int, tuple[str, str]] | None = None,
+                 continued: Mapping[int, tuple[int, int]] | None = None) -> dict[str, Any]:
     """One version in the shape of `series show --json`'s; `measuring` gives, by run id, the
-    label of the version a run was made for and the run's state (`measured_by_*`)."""
+    label of the version a run was made for and the run's state (`measured_by_*`);
+    `continued`, by version id, the later piece and its series (`continued_pieces`)."""
     # A partial reroll's patches are its own and, for the numbers it did not send again, those
     # of the version it rerolls (what a test applies); any other version's are its own.
     applied = version.applied_patches
@@ -133,6 +135,9 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
         "reroll_of": version.reroll_of.version if version.reroll_of is not None else None,
         "reroll_of_label": (version_label(version.reroll_of.version, version.reroll_of.prefixes)
                             if version.reroll_of is not None else None),
+        # an earlier piece of a version sent a few patches at a time: the piece after it
+        "continued_by": (continued or {}).get(version.id, (None, None))[0],
+        "continued_in_series": (continued or {}).get(version.id, (None, None))[1],
         # The same patches as another version's: the run measuring them (bot.runs.same_patches).
         "measured_by_run": version.measured_by_run_id,
         "measured_by_label": measured_by[0] if measured_by else None,
@@ -206,7 +211,9 @@ def series_views(
     lists = lists_by_series(session, series_ids)
     series_of = {v.id: s.id for s in found.values() for v in s.versions}
     runs = latest_runs(session, series_of)
-    measuring = _measuring_runs(session, [v for s in found.values() for v in s.versions])
+    every_version = [v for s in found.values() for v in s.versions]
+    measuring = _measuring_runs(session, every_version)
+    continued = continued_pieces(session, every_version)
     replies = latest_replies(session, list(series_of))
     out = []
     for series_id in series_ids:
@@ -225,7 +232,8 @@ def series_views(
             "lists": lists.get(series.id, []),
             "latest_version": max((v.version for v in series.versions), default=None),
             "updated": _iso(series.last_mail_at or series.updated_at),
-            "versions": [version_dict(v, with_patches, measuring) for v in versions],
+            "versions": [version_dict(v, with_patches, measuring, continued)
+                         for v in versions],
             # The status page's columns, flat.
             "author_name": series.author_name,
             "author_email": series.author_email,
@@ -255,6 +263,31 @@ def _measuring_runs(session: Session,
     return {run_id: (labels[version_id], state) for run_id, version_id, state in session.execute(
         sa.select(Run.id, Run.series_version_id, Run.state).where(Run.id.in_(wanted)))
         if version_id in labels}
+
+
+def continued_pieces(session: Session,
+                     versions: list[SeriesVersion]) -> dict[int, tuple[int, int]]:
+    """Of these versions, each that is an earlier piece of a version sent a few patches at a time
+    (`bot.series.rerolls`): the piece after it and that piece's series, by version id. A
+    statement only when one could be: a reroll that is not complete."""
+    pieces = {v.id: v for v in versions if v.reroll_of_id is not None and not v.complete}
+    if not pieces:
+        return {}
+    columns = (SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.reroll_of_id,
+               SeriesVersion.version, SeriesVersion.prefixes)
+    # The pieces are of one series or one thread: looked up by those, which are indexed, not by
+    # `reroll_of_id` alone, which is NULL on nearly every row (SQLite's statistics then scan).
+    later = sa.union_all(*(
+        sa.select(*columns).where(column.in_({getattr(v, column.key) for v in pieces.values()}),
+                                  SeriesVersion.reroll_of_id.in_(pieces))
+        for column in (SeriesVersion.series_id, SeriesVersion.thread_id)))
+    out: dict[int, tuple[int, int]] = {}
+    for row in session.execute(later):
+        piece = pieces[row.reroll_of_id]
+        if (row.version, point_of(row.version, row.prefixes)) == (
+                piece.version, point_of(piece.version, piece.prefixes)):
+            out[piece.id] = (row.id, row.series_id)
+    return out
 
 
 def same_patches_words(version: Mapping[str, Any]) -> tuple[str, str]:

@@ -39,6 +39,7 @@ from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
 from bot.mail.record import MessageKind
 from bot.runs.rounds import mail_stored_since
+from bot.series.views import continued_pieces
 from bot.web.queries import SeriesFilter, series_detail, series_rows
 from tests.cli import Lorelab
 from tests.series.mailing import discussion_mail
@@ -192,6 +193,11 @@ def test_no_hot_query_scans_messages_or_series_versions(
     settings = IngestSettings(batch_size=50, parse_workers=0)
     batches = archive(tree)
     ingest(db, [RawMail(m, "test") for m in batches[0]], settings=settings, list_name="linux-mm")
+    with db.session() as session:
+        pieces = [SeriesVersion(id=v.id, series_id=v.series_id, thread_id=v.thread_id, version=2,
+                                reroll_of_id=v.id, complete=False, prefixes=[])
+                  for v in session.execute(sa.select(SeriesVersion.id, SeriesVersion.series_id,
+                                                     SeriesVersion.thread_id))]
     with statements() as seen:
         for batch in batches[1:]:
             ingest(db, [RawMail(m, "test") for m in batch], settings=settings,
@@ -204,6 +210,8 @@ def test_no_hot_query_scans_messages_or_series_versions(
         with db.session() as session:
             rows = series_rows(session, SeriesFilter(list_name="linux-mm"))
             series_detail(session, rows[0].id)
+            # a page showing an earlier piece of a version sent a few patches at a time
+            continued_pieces(session, pieces)
             # a round of `lorelab run`: the mail stored since the last round
             last_round = utcnow() - dt.timedelta(minutes=5)
             mail_stored_since(session, last_round, MAY_HOLD_COMMANDS)

@@ -1188,3 +1188,71 @@ def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
     assert versions[None]["notes"] == [
         f"sent by one run with 1 other series numbered 1/3..3/3 in the same place "
         f"({msgs_id(v1[0])}): a posting of its own"]
+
+
+def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
+    db, db_url, make, ingest_settings, tmp_path
+):
+    """`[PATCH v2 2/3]` in reply to the review of v1's 2/3, and two minutes later `[PATCH v2
+    3/3]` in reply to the review of 3/3 (LTP's signalfd v2; Linus Torvalds's `[PATCH 4/7 v2]`
+    and `6/7 v2` on linux-arch; Shiyang Ruan's `v10.1 1/9` and `8/9` on nvdimm). b4 reads them
+    as one revision. The last piece is v2, with the earlier piece's 2/3 and v1's 1/3; the
+    earlier piece is not a version to test. Before, each piece was an incomplete v2 of one
+    patch and v2 was never tested."""
+    v1 = make(V1)
+    rita = ("Rita Reviewer", "rita@example.org")
+    reviews = [make_reply(v1[i], author=rita, body="This needs a change.") for i in (2, 3)]
+    pieces = []
+    for number, review, minutes in ((2, reviews[0], 0), (3, reviews[1], 2)):
+        piece = reroll_of(make, v1, number, 2)
+        for name, value in (
+                ("In-Reply-To", f"<{msgs_id(review)}>"),
+                ("References", f"<{msgs_id(v1[0])}> <{msgs_id(v1[number])}> "
+                               f"<{msgs_id(review)}>"),
+                ("Message-ID", f"<piece-{number}@example.org>"),
+                ("Date", format_datetime(DEFAULT_START + dt.timedelta(days=3, minutes=minutes)))):
+            piece = with_header(piece, name, value)
+        pieces.append(piece)
+    first, last = (msgs_id(p) for p in pieces)
+    for order in ([*v1, *reviews, *pieces], [*pieces[::-1], *reviews, *v1[::-1]]):
+        emptied(db)
+        for mail in order:
+            store(db, [mail], ingest_settings)
+        s = only_series(db)
+        assert [(v["label"], v["complete"], v["reroll_of_label"], v["received"])
+                for v in s["versions"]] == [
+            ("v1", True, None, 3), ("v2", False, "v1", 1), ("v2", True, "v2", 1)]
+        assert s["versions"][1]["continued_by"] == s["versions"][2]["id"]
+        assert [(p["message_id"], p["from_label"]) for p in s["versions"][2]["patches"]] == [
+            (msgs_id(v1[1]), "v1"), (first, "v2"), (last, "v2")]
+
+    lorelab = Lorelab(tmp_path, db_url)
+    shown = " ".join(lorelab.run("series", "show", str(s["id"])).stdout.decode().split())
+    assert "v2 1/3 a piece of v2, whose rest was sent later (below)" in shown, shown
+    assert "the last piece of v2, sent a few patches at a time" in shown, shown
+    mbox = lorelab.run("series", "mbox", last).stdout.decode()
+
+    def added(raw: bytes) -> list[str]:
+        return [line for line in raw.decode().splitlines()
+                if line.startswith("+") and not line.startswith("+++")]
+
+    assert mbox.count("\nSubject: ") == 3
+    assert all(line in mbox for line in added(v1[1]) + added(pieces[0]) + added(pieces[1]))
+    assert not any(line in mbox for line in added(v1[2]) + added(v1[3]))
+    with db.session() as session:
+        version = session.get(SeriesVersion, s["versions"][2]["id"])
+        said = series_info(version).describe().replace("\x1f", " ")
+        assert said.endswith(" (v2, 3 patches)"), said  # what a reply calls it
+
+    # LTP's pieces name only the review in References: each is filed as a series of its own
+    # (titled by its patch), and the thread still reads them as v2.
+    emptied(db)
+    store(db, [*v1, *reviews, *(with_header(p, "References", header(p, "In-Reply-To"))
+                                for p in pieces)], ingest_settings)
+    assert len(all_series(db)) == 3
+    found = {v["url"].rsplit("/", 1)[-1]: (s["id"], v)
+             for s in all_series(db) for v in s["versions"]}
+    (_, piece), (series_of_last, version) = found[first], found[last]
+    assert (piece["complete"], piece["continued_by"], piece["continued_in_series"]) == (
+        False, version["id"], series_of_last)
+    assert version["complete"] and version["reroll_of_label"] == "v2"

@@ -55,6 +55,26 @@ def test_what_is_not_a_reroll():
     assert choose_bases([*series, facts(4, 2, {2}, expected=2, thread=2)])[4] == (None, False)
 
 
+def test_a_version_sent_a_patch_at_a_time_is_one_reroll():
+    """`[PATCH v2 1/2]` and, two minutes later, `[PATCH v2 2/2]`, each in reply to the review
+    of the patch it replaces (LTP, signalfd); `[PATCH v7 2/3]`, then `v7 3/3` five days later
+    (linux-erofs, sysfs interface). b4 reads each pair as one revision. The last piece is the
+    version, taking the rest from the pieces before it and from the version before them; the
+    earlier pieces stand for their numbers and are not a version to test. Before, each piece
+    was an incomplete version and neither was tested."""
+    v1 = facts(1, 1, {1, 2}, expected=2, replies=[])
+    assert choose_bases([v1, facts(2, 2, {1}, expected=2), facts(3, 2, {2}, expected=2)]) == {
+        1: (None, True), 2: (1, False), 3: (2, True)}
+    v6 = facts(1, 6, {1, 2, 3}, expected=3, replies=[])
+    pieces = [facts(2, 7, {2}, expected=3), facts(3, 7, {3}, expected=3)]
+    assert choose_bases([v6, *pieces]) == {1: (None, True), 2: (1, False), 3: (2, True)}
+    # Only the first piece so far: the version as it stands, v6 with v7's 2/3.
+    assert choose_bases([v6, pieces[0]])[2] == (1, True)
+    # One number sent twice, or a piece that answers no patch of its number: no reroll.
+    for other in (facts(3, 7, {2}, expected=3), facts(3, 7, {3}, expected=3, replies=[False])):
+        assert choose_bases([v6, pieces[0], other])[2] == (None, False)
+
+
 def test_a_patch_answers_its_number_up_a_chain_of_replies():
     messages = {
         "v1-2": (None, 2, 3),

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from bot.db.models import SeriesVersion
 from bot.db.session import Database
-from bot.demo.threads import SeriesSpec, make_series, make_tree, series_changes
+from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree, series_changes
 from bot.runs.lifecycle import create_run
-from tests.series.mailing import msgs_id, store, with_body
+from tests.series.mailing import msgs_id, store, with_body, with_header
 from tests.support.web_data import web_settings
 from tests.support.web_server import serving
 
@@ -97,3 +97,33 @@ def test_a_version_page_says_why_a_number_is_missing(db: Database, tmp_path: Pat
     assert "2/3" in shown and "missing 2" in shown, shown
     assert (f"<li>patch 2/3 carries no diff that git can apply, so its number stays missing: "
             f"{msgs_id(posting[2])}</li>") in page
+
+
+def test_a_version_sent_in_pieces_says_which_posting_is_the_version(
+        db: Database, tmp_path: Path, ingest_settings):
+    """`[PATCH v2 2/3]` and `v2 3/3`, each in reply to the review of the patch it replaces
+    (two postings, `bot.series.rerolls`): the page calls the first a piece whose rest came
+    later, not a version missing nothing, and the second the last piece of v2."""
+    tree = make_tree(tmp_path / "linux")
+    v1 = make_series(tree, V1)
+    pieces = []
+    for number in (2, 3):
+        review = make_reply(v1[number], author=("Rita Reviewer", "rita@example.org"),
+                            body="Please rename it.")
+        (piece,) = make_series(tree, SeriesSpec(
+            title=f"unused {number}", patches=1, cover=False, version=2,
+            changes=(series_changes(V1)[number - 1].revised(),),
+            in_reply_to=f"<{msgs_id(review)}>",
+            start_date=dt.datetime(2026, 12, 10, number, tzinfo=dt.UTC)))
+        piece = with_header(piece, "References", " ".join(
+            f"<{msgs_id(m)}>" for m in (v1[0], v1[number], review)))  # as mail clients chain
+        pieces += [review, piece.replace(b"[PATCH v2] ", f"[PATCH v2 {number}/3] ".encode(), 1)]
+    store(db, [*v1, *pieces], ingest_settings)
+    with db.session() as session:
+        series = session.scalars(sa.select(SeriesVersion.series_id).distinct()).one()
+    with serving(web_settings(db.url)) as site:
+        page = requests.get(f"{site}/series/{series}", timeout=10).text
+    rows = re.findall(r"<tr[^>]*>\s*<th scope=\"row\">.*?</tr>", page, re.S)
+    assert len(rows) == 3, rows
+    assert "a piece of v2, the rest sent later" in rows[1] and "missing" not in rows[1], rows[1]
+    assert "last piece of v2" in rows[2] and "missing" not in rows[2], rows[2]
