@@ -19,10 +19,9 @@ each piece in reply to (a review of) the patches it replaces and no number sent 
 `[PATCH v2 1/2]` and `v2 2/2` two minutes apart, each answering its review; Linus Torvalds's
 `[PATCH 4/7 v2]` and `6/7 v2`), is read as b4 reads it, one revision: each piece takes the rest
 from the one before it, the first from v - 1, and the last piece is the version; the earlier
-ones stand for their numbers, incomplete (`SeriesVersion.rerolled_by` finds the piece after).
-The link
-is stored (`SeriesVersion.reroll_of_id`); the version counts as complete when the two hold every
-number, and `SeriesVersion.applied_patches` lists what a test applies.
+ones stand for their numbers, incomplete (`bot.series.views.continued_pieces` names the piece
+after each). The link is stored (`SeriesVersion.reroll_of_id`); the version counts as complete
+when the two hold every number, and `SeriesVersion.applied_patches` lists what a test applies.
 
 `choose_bases` decides on plain values; `link_rerolls` reads them for the threads assembly just
 stored and writes what changed, in the batch's transaction.
