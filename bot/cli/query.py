@@ -282,7 +282,8 @@ def series_show(
             out.print(f"    of {fix['fixes']}/{v['expected']}: <{fix['message_id']}>",
                       markup=False)
         for p in v["patches"]:
-            sent = f"  ({p['from_label']})" if p["from_label"] != v["label"] else ""
+            sent = (f"  ({p['from_label']})" if p["from_label"] != v["label"]
+                    else "  (an earlier piece)" if p["from_posting"] != v["id"] else "")
             out.print(f"  [{p['index']}/{v['expected']}] {p['subject']}{sent}", markup=False)
             out.print(f"        {_sent_id(p['sent_message_id'], p['message_id'])}  "
                       f"+{p['insertions']} -{p['deletions']}", markup=False)

@@ -161,7 +161,8 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
     }
     if with_patches:
         out["patches"] = [{**patch_dict(p), "from_version": p.version.version,
-                           "from_label": version_label(p.version.version, p.version.prefixes)}
+                           "from_label": version_label(p.version.version, p.version.prefixes),
+                           "from_posting": p.version.id}
                           for p in applied]
     return out
 

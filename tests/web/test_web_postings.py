@@ -127,3 +127,6 @@ def test_a_version_sent_in_pieces_says_which_posting_is_the_version(
     assert len(rows) == 3, rows
     assert "a piece of v2, the rest sent later" in rows[1] and "missing" not in rows[1], rows[1]
     assert "last piece of v2" in rows[2] and "missing" not in rows[2], rows[2]
+    # the version shown, the last piece: its 2/3 came in the earlier piece, its 1/3 in v1
+    patches = page.split("Patches of v2", 1)[1]
+    assert patches.count("(an earlier piece)") == 1 and patches.count("(v1)") == 1, patches
