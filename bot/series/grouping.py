@@ -617,18 +617,21 @@ def _bundled(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
     name."""
     notes: dict[str, str] = {}
     for anchor, group in list(groups.items()):
-        sets = _one_run_sets(sorted((m for m in group if m.kind == "patch"), key=_by_date))
+        patches = [m for m in group if m.kind == "patch"]
+        if len({m.counter for m in patches}) == len(patches):
+            continue  # no number sent twice: most groups, not sorted again
+        sets = _one_run_sets(sorted(patches, key=_by_date))
         if sets is None:
             continue
         letters = [m for m in group if m.kind != "patch"]
         home = next((s for s in sets for c in letters if s[0].prefixes == c.prefixes), sets[0])
         groups[anchor] = sorted([*letters, *home], key=_by_date)
-        for patches in sets:
-            if patches is not home:
-                groups[patches[0].msgid] = patches
-                notes[patches[0].msgid] = (
+        for other in sets:
+            if other is not home:
+                groups[other[0].msgid] = other
+                notes[other[0].msgid] = (
                     f"sent by one run with {len(sets) - 1} other series numbered "
-                    f"1/{patches[0].total}..{patches[0].total}/{patches[0].total} in the same "
+                    f"1/{other[0].total}..{other[0].total}/{other[0].total} in the same "
                     f"place ({anchor}): a posting of its own")
     return notes
 

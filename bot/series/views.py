@@ -121,6 +121,7 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
     # of the version it rerolls (what a test applies); any other version's are its own.
     applied = version.applied_patches
     measured_by = (measuring or {}).get(version.measured_by_run_id or 0)
+    after = (continued or {}).get(version.id)
     out: dict[str, Any] = {
         "id": version.id,
         "version": version.version,
@@ -136,8 +137,8 @@ def version_dict(version: SeriesVersion, with_patches: bool = True,
         "reroll_of_label": (version_label(version.reroll_of.version, version.reroll_of.prefixes)
                             if version.reroll_of is not None else None),
         # an earlier piece of a version sent a few patches at a time: the piece after it
-        "continued_by": (continued or {}).get(version.id, (None, None))[0],
-        "continued_in_series": (continued or {}).get(version.id, (None, None))[1],
+        "continued_by": after[0] if after else None,
+        "continued_in_series": after[1] if after else None,
         # The same patches as another version's: the run measuring them (bot.runs.same_patches).
         "measured_by_run": version.measured_by_run_id,
         "measured_by_label": measured_by[0] if measured_by else None,

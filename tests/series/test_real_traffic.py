@@ -695,6 +695,12 @@ def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
         assert s["versions"][0]["expected"] == 4
 
 
+def added(raw: bytes) -> list[str]:
+    """The lines a mail's or an mbox's diffs add."""
+    return [line for line in raw.decode().splitlines()
+            if line.startswith("+") and not line.startswith("+++")]
+
+
 def reroll_of(make: Make, earlier: list[bytes], number: int, version: int) -> bytes:
     """`[PATCH vN i/3]` alone, in reply to the patch `i/3` it replaces (b4's partial reroll)."""
     change = series_changes(V1)[number - 1]
@@ -803,10 +809,6 @@ def test_a_point_release_rerolls_the_release_before_it(
     shown = lorelab.run("series", "show", str(s["id"])).stdout.decode()
     assert "v4.1 " in shown and "a partial reroll of v4:" in shown and "(v4)" in shown, shown
     mbox = lorelab.run("series", "mbox", str(s["id"])).stdout.decode()  # the newest: v4.1
-
-    def added(raw: bytes) -> list[str]:
-        return [line for line in raw.decode().splitlines()
-                if line.startswith("+") and not line.startswith("+++")]
 
     assert mbox.count("\nSubject: ") == 3
     assert all(line in mbox for line in added(v4[1]) + added(v4[2]) + added(point))
@@ -1232,10 +1234,6 @@ def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     assert "the last piece of v2, sent a few patches at a time" in shown, shown
     assert f"[2/3] {header(pieces[0], 'Subject')} (an earlier piece)" in shown, shown
     mbox = lorelab.run("series", "mbox", last).stdout.decode()
-
-    def added(raw: bytes) -> list[str]:
-        return [line for line in raw.decode().splitlines()
-                if line.startswith("+") and not line.startswith("+++")]
 
     assert mbox.count("\nSubject: ") == 3
     assert all(line in mbox for line in added(v1[1]) + added(pieces[0]) + added(pieces[1]))
