@@ -265,9 +265,10 @@ def series_show(
             f"  base-commit: {v['base_commit'] or '-'}"
         )
         if v["reroll_of_label"] == v["label"]:
+            earlier = sorted({p["from_label"] for p in v["patches"]} - {v["label"]})
             out.print(f"  the last piece of {v['label']}, sent a few patches at a time: the "
-                      "patches it did not send are the earlier pieces' and those of the version "
-                      "they reroll", markup=False)
+                      "patches it did not send are the earlier pieces'"
+                      + (f" and {', '.join(earlier)}'s" if earlier else ""), markup=False)
         elif v["reroll_of"] is not None:
             out.print(f"  a partial reroll of {v['reroll_of_label']}: the patches it did not "
                       f"send again are {v['reroll_of_label']}'s", markup=False)

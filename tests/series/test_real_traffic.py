@@ -1232,6 +1232,7 @@ def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     shown = " ".join(lorelab.run("series", "show", str(s["id"])).stdout.decode().split())
     assert "v2 1/3 a piece of v2, whose rest was sent later (below)" in shown, shown
     assert "the last piece of v2, sent a few patches at a time" in shown, shown
+    assert "are the earlier pieces' and v1's" in shown, shown  # 1/3 is v1's
     assert f"[2/3] {header(pieces[0], 'Subject')} (an earlier piece)" in shown, shown
     mbox = lorelab.run("series", "mbox", last).stdout.decode()
 
