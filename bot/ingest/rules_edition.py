@@ -95,7 +95,13 @@ from bot.db.models import RulesEdition
 # 22: a version sent a few patches at a time, each piece a partial reroll of other numbers, is
 #    its last piece, which takes the rest from the pieces before it (`bot.series.rerolls`;
 #    ltp, linux-arch, nvdimm, linux-bluetooth).
-RULES_EDITION = 22
+# 23: the one mail in a thread under a Message-ID whose other mails, in other threads, send
+#    other parts (an id the sender's tool used again) is that thread's posting's, not
+#    unresolved; a copy taken by a version gets the trailers of the replies naming the id it
+#    was sent under (`bot.series.shared_ids`, `bot.series.trailers`; linux-usb). Which of such
+#    mails a reply answers is chosen when the reply is stored (`bot.series.reused_ids`), so a
+#    reparse does not move mail threaded before.
+RULES_EDITION = 23
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

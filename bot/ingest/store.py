@@ -53,6 +53,7 @@ from bot.ingest.storable import clean_text
 from bot.ingest.upkeep import StatisticsUpkeep
 from bot.series.assemble import update_series
 from bot.series.parts import ASSEMBLED_KINDS, ThreadMessage, thread_message
+from bot.series.reused_ids import Carrier, part_of
 from bot.series.threads import ThreadIndex
 from bot.series.unthreaded import is_unthreaded_part
 
@@ -340,9 +341,14 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         candidates = (_thread_message(row, refs) for row, refs in with_refs
                       if row.total > 1 and not row.in_reply_to and not refs)  # fmt: skip
         parts = [p for p in candidates if is_unthreaded_part(p)]
-        threads = ThreadIndex(session, [row.msgid for row in new], related, parts)
+        copies = [row for row in new if row.claimed_msgid]
+        claimed = {row.claimed_msgid for row in copies}
+        threads = ThreadIndex(session, [row.msgid for row in new], related, parts, claimed)
         for row, refs in with_refs:
-            threads.assign(row.msgid, row.in_reply_to, refs)
+            threads.assign(row.msgid, row.in_reply_to, refs, row.date)
+            if row.claimed_msgid or row.msgid in claimed:  # a carrier of an id several carry
+                threads.reused.add(row.claimed_msgid or row.msgid,
+                                   Carrier(row.msgid, row.date, part_of(row)))
         threads.store_new()
         record_first_mail(session.connection())
         ids = _insert_messages(session, new, [threads.thread_of[row.msgid] for row in new])
@@ -355,7 +361,7 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
             threads.thread_of[r.msgid] for r in new if r.kind in ASSEMBLED_KINDS
         }
         trailer_threads = {threads.thread_of[r.msgid] for r in new if has_review_trailers(r)}
-        if copies := [r for r in new if r.claimed_msgid]:
+        if copies:
             posting_threads |= threads_of_claimed(session, copies)
         assembled = update_series(session, posting_threads, trailer_threads)
         summary.series_created = assembled.series_created

@@ -30,8 +30,8 @@ from bot.series.parts import ASSEMBLED_KINDS, POSTING_COLUMNS
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.rerolls import link_rerolls
 from bot.series.shared_ids import (
-    alike_copies,
     ambiguous,
+    carried,
     note_postings,
     resent_covers,
     settle,
@@ -218,13 +218,13 @@ def update_series(
     rows: dict[str, Any] = {}
     by_thread = _posting_parts(conn, posting_threads)
     shared = shared_ids(conn, by_thread)
-    alike = alike_copies(conn, shared)
+    copies = carried(conn, shared)
     resent = resent_covers(conn, by_thread, shared)
     # copies of a shared Message-ID that no posting takes, patches without a diff, and patches
     # that are no longer: out of the versions that hold them
     not_taken: list[int] = list(no_longer_parts)
     for thread_id, parts in by_thread.items():
-        parts, notes, dropped = settle(parts, shared, alike) if shared else (parts, {}, [])
+        parts, notes, dropped = settle(parts, shared, copies) if shared else (parts, {}, [])
         not_taken += dropped
         rows.update((r.msgid, r) for r in parts)
         rows.update((r.msgid, r) for r in resent.get(thread_id, ()))

@@ -10,8 +10,10 @@ with one diff fingerprint, or cover letters of one size, under one number: a ser
 second time with the same Message-IDs, to more people or a day later), which copy stands for
 the id changes no code a test applies: the first stored is taken, and a copy in a thread the
 first is not in (a patch without a cover letter sent again starts one) is dropped there, not
-made a second posting of the same patch. Otherwise the id stays
-*unresolved*: the version is flagged ambiguous and counted incomplete, so the planner,
+made a second posting of the same patch. When the thread holds one mail under the id and the
+others, in other threads, send other parts (another kind, number, size or title: an id the
+sender's tool used again, `bot.series.reused_ids`), the thread's own is taken. Otherwise the
+id stays *unresolved*: the version is flagged ambiguous and counted incomplete, so the planner,
 `lorelab apply|build|review` and `#lorelab test` all refuse it until a new posting replaces it.
 Either way the version's notes say which id is shared and what was done.
 """
@@ -27,9 +29,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.db.models import Message
-from bot.db.value_lists import in_param, list_param
+from bot.db.value_lists import in_param
 from bot.series.grouping import Posting
 from bot.series.parts import POSTING_COLUMNS
+from bot.series.reused_ids import Part, claiming_sqlite, part_of
 
 NOTE = "ambiguous Message-ID"  # how the notes this module writes begin
 UNRESOLVED = "unresolved"
@@ -44,24 +47,8 @@ def unresolved(notes: Iterable[str]) -> bool:
 
 
 _CLAIMED = sa.select(Message.claimed_msgid).where(in_param(Message.claimed_msgid, "ids"))
-# SQLite: nearly every `claimed_msgid` is NULL, so its statistics say that a value is found in
-# a thousand rows or in all of them, and it scanned the messages for every batch (0.1 s of CPU
-# over the ingest benchmark's 20,000 messages, more per batch as the archive grows): it is told
-# to take the index.
-_CLAIMED_INDEX = next(
-    i.name for i in Message.__table__.indexes if [c.key for c in i.columns] == ["claimed_msgid"]
-)
 
-
-def _claiming_sqlite(columns: str) -> sa.TextClause:
-    """These columns of the messages claiming the ids `:ids`, through the claims' index."""
-    return sa.text(
-        f"SELECT {columns} FROM messages INDEXED BY {_CLAIMED_INDEX} "
-        "WHERE claimed_msgid IN (SELECT value FROM json_each(:ids))"
-    ).bindparams(list_param(Message.claimed_msgid, "ids"))
-
-
-_CLAIMED_SQLITE = _claiming_sqlite("claimed_msgid")
+_CLAIMED_SQLITE = claiming_sqlite("claimed_msgid")
 
 
 def shared_ids(conn: sa.Connection, by_thread: Mapping[int, list[Any]]) -> set[str]:
@@ -89,18 +76,26 @@ class _Claimed:
 
 @dataclass(frozen=True)
 class Alike:
-    """The mails carrying a shared id send one part again (`alike_copies`)."""
+    """The mails carrying a shared id send one part again (`carried`)."""
 
     mails: int
     one_posting: bool  # all of one version and RFC or not: the posting sent again, not a reroll
 
 
-def settle(parts: list[Any], shared: set[str], alike: Mapping[str, Alike]
+@dataclass(frozen=True)
+class Carried:
+    """What the mails carrying each shared id (in any thread) send (`carried`)."""
+
+    alike: dict[str, Alike]  # the ids whose mails send one part again
+    sends: dict[str, Counter[Part]]  # how many of an id's mails send each part
+
+
+def settle(parts: list[Any], shared: set[str], carried: Carried
            ) -> tuple[list[Any], dict[str, str], list[int]]:
     """One row per Message-ID of a thread's parts; a note for each shared id (by the id the
     posting will know the part by); the message ids of the copies not taken, which must not
-    stay a patch of any version. `alike`: the shared ids whose copies are one part sent again
-    (`alike_copies`)."""
+    stay a patch of any version."""
+    alike = carried.alike
     by_id: dict[str, list[Any]] = defaultdict(list)
     for row in parts:
         by_id[row.claimed_msgid or row.msgid].append(row)
@@ -123,6 +118,8 @@ def settle(parts: list[Any], shared: set[str], alike: Mapping[str, Alike]
         best = _best(group, [p for p in peers if (p.version, p.total) == (group[0].version,
                                                                         group[0].total)])
         chosen = best if best is not None else group[0]
+        reused = (best is None and len(group) == 1 and msgid not in alike
+                  and carried.sends[msgid][part_of(chosen)] == 1)
         if chosen.msgid != msgid and group[0].msgid == msgid:
             # read under the id it claims where it stands in for the mail stored under that
             # id; elsewhere (another thread) it keeps its stand-in, so no id is in two postings
@@ -143,6 +140,15 @@ def settle(parts: list[Any], shared: set[str], alike: Mapping[str, Alike]
             notes[chosen.msgid] = (
                 f"{NOTE}, settled: <{msgid}> is carried by {alike[msgid].mails} mails that send "
                 f"{what}; took the first stored, dated {chosen.date}")
+        elif reused:
+            # the thread's one mail under an id that mails of other threads carry as other
+            # parts: an id the sender's tool used again (`bot.series.reused_ids`)
+            others = sum(carried.sends[msgid].values()) - 1
+            notes[chosen.msgid] = (
+                f"{NOTE}, settled: <{msgid}> is carried by {others} other "
+                + ("mail" if others == 1 else "mails")
+                + " of other threads, which send other parts (an id the sender used again); "
+                f"took the one in this thread, dated {chosen.date}")
         else:
             notes[chosen.msgid] = (
                 f"{NOTE}, {UNRESOLVED}: <{msgid}> is carried by different mails and nothing "
@@ -158,14 +164,15 @@ def note_postings(postings: Iterable[Posting], notes: dict[str, str]) -> None:
 
 
 # The mails carrying shared ids, each through its index: the first stored, under the id, and the
-# copies claiming it (on SQLite told to take the index, as `_CLAIMED_SQLITE` says why).
+# copies claiming it (on SQLite told to take the index: `claiming_sqlite`).
 _COPY_COLUMNS = (sa.func.coalesce(Message.claimed_msgid, Message.msgid).label("msgid"),
                  Message.id, Message.thread_id, Message.kind, Message.counter, Message.total,
-                 Message.patch_fingerprint, Message.version, Message.rfc)
+                 Message.patch_fingerprint, Message.version, Message.rfc, Message.title)
 _FIRST_COPIES = sa.select(*_COPY_COLUMNS).where(in_param(Message.msgid, "ids"))
 _CLAIMING = sa.select(*_COPY_COLUMNS).where(in_param(Message.claimed_msgid, "ids"))
-_CLAIMING_SQLITE = _claiming_sqlite(
-    "claimed_msgid AS msgid, id, thread_id, kind, counter, total, patch_fingerprint, version, rfc")
+_CLAIMING_SQLITE = claiming_sqlite(
+    "claimed_msgid AS msgid, id, thread_id, kind, counter, total, patch_fingerprint, version, rfc,"
+    " title")
 
 
 def _claiming(conn: sa.Connection, ids: Iterable[str]) -> list[Any]:
@@ -174,22 +181,24 @@ def _claiming(conn: sa.Connection, ids: Iterable[str]) -> list[Any]:
     return list(conn.execute(query, {"ids": sorted(ids)}))
 
 
-def alike_copies(conn: sa.Connection, shared: set[str]) -> dict[str, Alike]:
-    """Of the shared ids, those whose mails (in any thread) are one part sent again: the same
-    number of the same size, and for a patch the same diff (a cover letter's text changes no
-    code a test applies)."""
+def carried(conn: sa.Connection, shared: set[str]) -> Carried:
+    """What the mails carrying the shared ids send; `alike`: the ids whose mails (in any
+    thread) are one part sent again: the same number of the same size, and for a patch the
+    same diff (a cover letter's text changes no code a test applies)."""
     if not shared:
-        return {}
+        return Carried({}, {})
     found: dict[str, set[tuple[Any, ...]]] = defaultdict(set)
     postings: dict[str, set[tuple[int, bool]]] = defaultdict(set)
-    count: Counter[str] = Counter()
+    sends: dict[str, Counter[Part]] = defaultdict(Counter)
     for row in [*conn.execute(_FIRST_COPIES, {"ids": sorted(shared)}), *_claiming(conn, shared)]:
         found[row.msgid].add((row.kind, row.counter, row.total, row.patch_fingerprint))
         postings[row.msgid].add((row.version, bool(row.rfc)))
-        count[row.msgid] += 1
-    return {msgid: Alike(count[msgid], len(postings[msgid]) == 1)
-            for msgid, kinds in found.items()
-            if len(kinds) == 1 and count[msgid] > 1 and _one_part(next(iter(kinds)))}
+        sends[row.msgid][part_of(row)] += 1
+    alike = {msgid: Alike(sum(sends[msgid].values()), len(postings[msgid]) == 1)
+             for msgid, kinds in found.items()
+             if len(kinds) == 1 and sum(sends[msgid].values()) > 1
+             and _one_part(next(iter(kinds)))}
+    return Carried(alike, sends)
 
 
 _ROWS = sa.select(*POSTING_COLUMNS).where(in_param(Message.id, "ids"))

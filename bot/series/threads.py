@@ -31,6 +31,7 @@ from bot.db.models import Message, SeriesVersion, Thread, UnseenMessage
 from bot.db.value_lists import in_param, insert_tuples, sqlite_inserted_ids
 from bot.series import unthreaded
 from bot.series.parts import HAS_DIFF, ThreadMessage, thread_message
+from bot.series.reused_ids import ReusedIds
 
 _PROVISIONAL = 1 << 62  # provisional ids start here: above any real id
 _THREADS = Thread.__table__
@@ -57,10 +58,12 @@ class ThreadIndex:
         msgids: Sequence[str],
         related: Sequence[str],
         unthreaded_parts: Sequence[ThreadMessage] = (),
+        claimed: Iterable[str] = (),
     ) -> None:
         """`msgids`: the batch's messages, none of them stored yet (`copies.sort_out` sorted
         out those that are); `related`: the ids they refer to; `unthreaded_parts`: the batch's
-        messages that `unthreaded.is_unthreaded_part`."""
+        messages that `unthreaded.is_unthreaded_part`; `claimed`: the ids the batch's copies
+        claim (`bot.ingest.copies`), which `reused` then knows."""
         self.session = session
         conn = session.connection()
         new = set(msgids)
@@ -72,6 +75,9 @@ class ThreadIndex:
             self.stored.add(msgid)
             if thread_id is not None:
                 self.thread_of[msgid] = thread_id
+        # Ids several mails carry: a reply names the one it could answer (`reused_ids`)
+        self.reused = ReusedIds()
+        self.thread_of.update(self.reused.load(conn, self.stored, set(claimed)))
         # Ids named before but not stored, the batch's own among them: every thread root that
         # is no stored message is one (a root is the first id its thread's first mail named).
         self.unseen: dict[str, int] = dict(
@@ -90,10 +96,12 @@ class ThreadIndex:
             self.thread_of.setdefault(part.msgid, thread_id)
             self.placed[unthreaded.prefix_key(part)].append(part)
 
-    def assign(self, msgid: str, in_reply_to: str | None, references: Sequence[str]) -> int:
+    def assign(self, msgid: str, in_reply_to: str | None, references: Sequence[str],
+               date: dt.datetime | None = None) -> int:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
-        found = {self.thread_of[r] for r in related if r in self.thread_of}
+        answered = [self.reused.answered(r, date) for r in related]
+        found = {self.thread_of[r] for r in answered if r in self.thread_of}
         found |= {self.unseen[r] for r in [msgid, *related] if r in self.unseen}
         part = self.parts.get(msgid)
         if part is not None:

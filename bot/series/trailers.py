@@ -34,9 +34,12 @@ _TRAILER_KEYS = ("patch_id", "name", "value", "origin", "source_msgid")
 _TRAILERS_TEXT = sa.cast(Message.trailers, sa.Text).label("trailers")
 _NONE = (None, "[]")
 # The statements a batch sends, built once: the lists they look up are their parameters.
+# A patch and a cover letter by the id they were sent under, which their replies name (a copy's
+# stand-in is lorelab's own: `bot.ingest.copies`)
+_SENT_ID = sa.func.coalesce(Message.claimed_msgid, Message.msgid)
 _PATCHES = (
     sa.select(
-        Patch.id, Patch.series_version_id, Message.msgid, _TRAILERS_TEXT,
+        Patch.id, Patch.series_version_id, _SENT_ID.label("msgid"), _TRAILERS_TEXT,
         Message.patch_fingerprint,
     )
     .join(Message, Message.id == Patch.message_id)
@@ -46,7 +49,7 @@ _PATCHES = (
 _DELETE = sa.delete(_TRAILERS).where(in_param(_TRAILERS.c.patch_id, "patches"))
 _VERSIONS = sa.select(
     SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.thread_id,
-    Message.msgid.label("cover_msgid"),
+    _SENT_ID.label("cover_msgid"),
 ).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)  # fmt: skip
 _CHOSEN_VERSIONS = _VERSIONS.where(in_param(SeriesVersion.id, "ids"))
 _LATER_VERSIONS = _VERSIONS.where(
@@ -68,7 +71,8 @@ _EARLIER_TRAILERS = (
     )
 )  # fmt: skip
 _REPLIES = sa.select(
-    Message.msgid, Message.in_reply_to, _TRAILERS_TEXT, Message.from_name, Message.from_email
+    Message.thread_id, Message.msgid, Message.in_reply_to, _TRAILERS_TEXT, Message.from_name,
+    Message.from_email,
 ).where(in_param(Message.thread_id, "threads"), Message.kind.in_(sorted(REPLY_KINDS)))
 
 
@@ -88,10 +92,12 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
     conn.execute(_DELETE, {"patches": [p.id for p in patches]})
     new_rows: list[tuple[int, str, str, str, str]] = []
     for version in versions:  # in version order: a rebuilt v1 feeds v2's carried trailers
-        cover = [(n, v, "cover", src) for n, v, src in _collect(version.cover_msgid, replies)
+        # its thread's: an id some sender used again names other mails in other threads
+        here = replies.get(version.thread_id, {})
+        cover = [(n, v, "cover", src) for n, v, src in _collect(version.cover_msgid, here)
                  ] if version.cover_msgid else []  # fmt: skip
         for patch in by_version[version.id]:
-            found = [(n, v, "reply", src) for n, v, src in _collect(patch.msgid, replies)]
+            found = [(n, v, "reply", src) for n, v, src in _collect(patch.msgid, here)]
             found += cover
             key = (version.series_id, patch.patch_fingerprint)
             if patch.patch_fingerprint:
@@ -154,33 +160,33 @@ def _earlier_trailers(
     return out
 
 
-def _replies_by_parent(
-    conn: sa.Connection, thread_ids: set[int]
-) -> dict[str, list[tuple[str, list[tuple[str, str]]]]]:
-    """The replies in the threads by the message they reply to: (message-id, the reviewers'
+Replies = dict[str, list[tuple[str, list[tuple[str, str]]]]]  # parent id -> (reply id, trailers)
+
+
+def _replies_by_parent(conn: sa.Connection, thread_ids: set[int]) -> dict[int, Replies]:
+    """The replies in each thread by the message they reply to: (message-id, the reviewers'
     trailers in it), in order of message-id. A reply's trailer naming someone other than its
     sender is not counted (`given_by_sender`)."""
-    out: dict[str, list[tuple[str, list[tuple[str, str]]]]] = defaultdict(list)
+    out: dict[int, Replies] = defaultdict(lambda: defaultdict(list))
     if not thread_ids:
         return out
     rows = conn.execute(_REPLIES, {"threads": list(thread_ids)})
-    for msgid, in_reply_to, trailers, sender_name, sender_email in rows:
+    for thread_id, msgid, in_reply_to, trailers, sender_name, sender_email in rows:
         if in_reply_to:
             given = [] if trailers in _NONE else [
                 (n, v) for n, v in orjson.loads(trailers) or ()
                 if n in REVIEW_TRAILERS and given_by_sender(n, v, sender_name, sender_email)
             ]  # fmt: skip
-            out[in_reply_to].append((msgid, given))
+            out[thread_id][in_reply_to].append((msgid, given))
     # By message-id, not as stored: a trailer given in two replies is kept from the same one
     # whatever arrived first.
-    for siblings in out.values():
-        siblings.sort()
+    for thread in out.values():
+        for siblings in thread.values():
+            siblings.sort()
     return out
 
 
-def _collect(
-    msgid: str, replies: dict[str, list[tuple[str, list[tuple[str, str]]]]]
-) -> list[Found]:
+def _collect(msgid: str, replies: Replies) -> list[Found]:
     """Reviewers' trailers in the reply tree below `msgid`."""
     out: list[Found] = []
     seen = {msgid}

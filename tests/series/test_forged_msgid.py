@@ -5,6 +5,7 @@ version is not tested at all."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -14,11 +15,11 @@ import sqlalchemy as sa
 
 from bot.db.models import Message, SeriesVersion
 from bot.db.session import Database
-from bot.demo.threads import SeriesSpec, make_series, make_tree
+from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
 from bot.report.compose.from_db import parent_message
 from bot.series.mbox import am_ready_mbox
 from tests.cli import Lorelab
-from tests.series.mailing import header, msgs_id, only_series, store, with_header
+from tests.series.mailing import all_series, header, msgs_id, only_series, store, with_header
 from tests.support.web_data import web_settings
 from tests.support.web_server import serving
 
@@ -201,3 +202,66 @@ def test_a_single_patch_rerolled_under_its_message_id_is_the_new_version(
     versions = only_series(db)["versions"]
     assert [(v["version"], v["rfc"], len(v["patches"])) for v in versions] == (
         [(1, False, 1), (2, False, 1)] if "v2" in then else [(1, True, 1), (1, False, 1)])
+
+
+def reuse_ids(sent: list[bytes], ids: list[str]) -> list[bytes]:
+    """The posting `sent` (cover letter first, the patches in reply to it) under `ids`, as a
+    tool that starts its Message-ID counter again sends it."""
+    out = [with_header(sent[0], "Message-ID", f"<{ids[0]}>")]
+    for raw, msgid in zip(sent[1:], ids[1:], strict=True):
+        raw = with_header(raw, "Message-ID", f"<{msgid}>")
+        out.append(with_header(with_header(raw, "In-Reply-To", f"<{ids[0]}>"),
+                               "References", f"<{ids[0]}>"))
+    return out
+
+
+@pytest.mark.parametrize("separately", [False, True], ids=["one batch", "one mail a batch"])
+def test_series_under_message_ids_their_sender_used_before_are_series_of_their_own(
+    db: Database, tree: Path, ingest_settings, separately: bool
+) -> None:
+    """Realtek's r8152 series (linux-usb, netdev) came for years under ids whose counter
+    started again: a 2021 `[PATCH net-next 0/4]` carried the id of a 2020 `[PATCH net 3/9]`,
+    its patches those of 4/9..7/9, each in reply to the cover letter's id, and single patches
+    the ids of other old patches. The new patches joined the old series' thread, where the old
+    patches took their ids: the 2021 series was in no version, and each single patch was
+    flagged ambiguous and never tested. A reply answers a mail sent before it: here, the new
+    one."""
+    hayes = ("Hayes Wang", "hayeswang@realtek.example")
+    old = make_series(tree, SeriesSpec(title="r8152: serial fixes", author=hayes, patches=5,
+                                       start_date=dt.datetime(2020, 1, 21, 12, 40, tzinfo=dt.UTC)))
+    new = make_series(tree, SeriesSpec(title="r8152: minor adjustments", author=hayes, patches=2,
+                                       start_date=dt.datetime(2021, 2, 19, 9, 4, tzinfo=dt.UTC)))
+    new = reuse_ids(new, [msgs_id(m) for m in old[3:6]])
+    (single,) = make_series(tree, SeriesSpec(
+        title="r8152: move r8153_mac_clk_spd", author=hayes, patches=1, cover=False,
+        start_date=dt.datetime(2021, 2, 19, 9, 38, tzinfo=dt.UTC)))
+    single = with_header(single, "Message-ID", f"<{msgs_id(old[1])}>")
+    review = make_reply(new[1], author=("Rita Reviewer", "rita@example.org"),
+                        body="Fine.", trailers=["Reviewed-by: Rita Reviewer <rita@example.org>"])
+    mails = [*old, *new, single, review]
+    for batch in [[m] for m in mails] if separately else [mails]:
+        store(db, batch, ingest_settings)
+
+    def title(raw: bytes) -> str:
+        return header(raw, "Subject").split("] ", 1)[1]
+
+    by_title = {s["title"]: s for s in all_series(db)}
+    assert sorted(by_title) == sorted(["r8152: serial fixes", "r8152: minor adjustments",
+                                       title(single)])
+    for sent in (old, new, [single]):
+        (version,) = by_title[title(sent[0])]["versions"]
+        assert version["complete"], version["notes"]
+        patches = sent[1:] if len(sent) > 1 else sent
+        assert [(p["sent_message_id"], p["subject"]) for p in version["patches"]] == [
+            (msgs_id(m), header(m, "Subject")) for m in patches]
+    (new_version,) = by_title["r8152: minor adjustments"]["versions"]
+    assert [msgid for n in new_version["notes"] for msgid in re.findall(r"<([^>]+)>", n)] == [
+        msgs_id(m) for m in new]
+    assert all("which send other parts (an id the sender used again); took the one in this "
+               "thread" in n for n in new_version["notes"])
+    # the review answers the new 1/2, sent a year after the old patch under its id
+    given = [(t["name"], t["value"]) for p in new_version["patches"] for t in p["trailers"]
+             if t["origin"] != "own"]
+    assert given == [("Reviewed-by", "Rita Reviewer <rita@example.org>")]
+    (old_version,) = by_title["r8152: serial fixes"]["versions"]
+    assert not [t for p in old_version["patches"] for t in p["trailers"] if t["origin"] != "own"]
