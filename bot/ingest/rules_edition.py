@@ -101,7 +101,13 @@ from bot.db.models import RulesEdition
 #    was sent under (`bot.series.shared_ids`, `bot.series.trailers`; linux-usb). Which of such
 #    mails a reply answers is chosen when the reply is stored (`bot.series.reused_ids`), so a
 #    reparse does not move mail threaded before.
-RULES_EDITION = 23
+# 24: a later bracketed group's counters and version number something else: `[PATCH 00/20]
+#    [Set 1/2]` is a cover letter of 20 patches, `[patch v3 10/36] [patch V2 10/38]` a patch of
+#    v3 (`bot.mail.subject`; linux-input, linux-mips); a patch labelled as bytes
+#    (a relay's `application/octet-stream; x-default=true` for a mail without Content-Type, a
+#    `*.patch` file attached as `application/octet-stream`) is read (`bot.mail.mime`;
+#    linux-security-module).
+RULES_EDITION = 24
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

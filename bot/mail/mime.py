@@ -14,8 +14,11 @@ work per mail is bounded whatever its shape.
 It reads what list mail really contains and is lenient about everything else: folded and
 duplicated headers, CRLF or LF, an mbox `From ` line, stray non-header lines in the header block,
 a missing blank line after the headers, multipart bodies without a closing boundary, nested
-multiparts, quoted-printable and base64 (also broken base64), any charset Python knows, and
-invalid bytes (replaced). Each oddity is appended to `problems`, never raised.
+multiparts, quoted-printable and base64 (also broken base64), any charset Python knows,
+invalid bytes (replaced), and text labelled as bytes: a relay's placeholder for a mail that had
+no Content-Type (Mimecast's `application/octet-stream; x-default=true`, on a `git send-email`
+patch in ASCII) and a patch file attached as `application/octet-stream` (`*.patch`, `*.diff`)
+are read as text. Each oddity is appended to `problems`, never raised.
 """
 
 from __future__ import annotations
@@ -387,21 +390,46 @@ class _Walk:
                     self.collect(part_headers, part_body, part_end, depth + 1)
                 return
         elif media and media not in _TEXT_TYPES and "/" in media:
-            self.skipped.add(media)
-            return
+            why = _text_after_all(media, params, headers)
+            if why is None:
+                self.skipped.add(media)
+                return
+            self.problems.append(f"{media} part read as text: {why}")
         if self.text_size >= TEXT_CAP:
             if not self.text_full:
                 self.problems.append("further text parts skipped: text limit reached")
                 self.text_full = True
             return
         disposition = (first(headers, "content-disposition") or "").lower()
-        inline = media in ("", "text/plain") and not disposition.startswith("attachment")
+        inline = (media in ("", "text/plain") or _PLACEHOLDER in params.items()
+                  ) and not disposition.startswith("attachment")
         text = _decode_text(
             self.data, start, end, first(headers, "content-transfer-encoding"),
             params.get("charset"), self.problems,
         )
         self.texts.append((inline, text))
         self.text_size += len(text)
+
+
+# What a relay writes where a mail had no Content-Type (Mimecast's `application/octet-stream;
+# x-default=true`): RFC 2045's default for such a mail is text/plain, which `git send-email`
+# relies on for a patch in ASCII.
+_PLACEHOLDER = ("x-default", "true")
+_PATCH_FILE = re.compile(r"\.(?:patch|diff)$", re.I)
+
+
+def _text_after_all(media: str, params: dict[str, str], headers: Headers) -> str | None:
+    """Why a part of a binary type is text (a relay's placeholder for a missing type, or a
+    patch file a mail client attached as bytes), or None."""
+    if media != "application/octet-stream":
+        return None
+    if _PLACEHOLDER in params.items():
+        return "a relay's placeholder for a missing Content-Type (x-default=true)"
+    disposition = parse_content_type(first(headers, "content-disposition"))[1]
+    name = disposition.get("filename") or params.get("name") or ""
+    if _PATCH_FILE.search(name.strip()):
+        return f"a patch file ({name.strip()[:100]})"
+    return None
 
 
 def _split_multipart(

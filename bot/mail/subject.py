@@ -18,7 +18,11 @@ The rules are b4's:
   (and, beyond b4, `[RFCv2]` as `RFC v2`); beyond b4, Mercurial's `N of M` counters
   (`hg email`: `[PATCH 1 of 2 V2]`), a version in a group of its own after the counter
   (`[PATCH 1/3][V2]`, which the loop over groups reads anyway) and a version written as an
-  option (`[PATCH -v3]`, as the ext4 maintainer writes it);
+  option (`[PATCH -v3]`, as the ext4 maintainer writes it); where b4 takes the last counters
+  and version, the first group's stand and a later group's are a prefix (Lee Jones's `[PATCH
+  00/20] [Set 1/2] Rid W=1 issues from Input` is the cover letter of 20 patches, the first of
+  two sets; Thomas Gleixner's `[patch v3 01/36] [patch V2 01/38] x86/smpboot: ...`, quilt
+  keeping v2's subject in the mail, is patch 1 of v3's 36);
 - anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
 - beyond b4, a point version (`[PATCH v4.1 9/9]`, Darrick Wong's respin of one patch of v4, or
   `[PATCHSET v2.2 0/4]`) is version 4, its tag kept among the prefixes (`point_of`), where b4
@@ -83,10 +87,14 @@ def parse_subject(raw: str) -> Subject:
     version, version_explicit = 1, False
     counter, total, counters_explicit = 1, 1, False
     prefixes: list[str] = []
+    groups = 0  # the bracketed groups read so far
+    counters_from: int | None = None  # the group the counters came from
+    version_from: int | None = None  # the group the version came from
     while subject.startswith("["):
         match = _GROUP.match(subject)
         if match is None:
             break
+        groups += 1
         subject = subject[match.end() :]
         bracketed = match[1]
         lowered = bracketed.lower()
@@ -98,20 +106,28 @@ def parse_subject(raw: str) -> Subject:
             chunk = word.strip(";")
             head = chunk[:1]
             if head.isdigit() and "/" in chunk and _COUNTERS.fullmatch(chunk):
-                numerator, _, denominator = chunk.partition("/")
-                counter, total = int(numerator), int(denominator)
-                counters_explicit = True
+                if counters_from in (None, groups):
+                    numerator, _, denominator = chunk.partition("/")
+                    counter, total = int(numerator), int(denominator)
+                    counters_explicit, counters_from = True, groups
+                    continue
+                # a later group's counters number something else: `[PATCH 00/20] [Set 1/2]`
+                prefixes.append(chunk)
                 continue
             option = chunk[1:] if head == "-" else chunk  # [PATCH -v3]
             if option[:1] in ("v", "V") and option[1:].isdigit():
                 digits = option[1:]
                 if digits.isascii() and int(digits) <= MAX_VERSION:
-                    version, version_explicit = int(digits), True
+                    if version_from in (None, groups):
+                        version, version_explicit, version_from = int(digits), True, groups
+                        continue
+                    prefixes.append(chunk)  # a later group's: `[patch v3 01/36] [patch V2 ...]`
                     continue
                 notes.append(f"Subject: {chunk[:40]!r} is not a version (1 to {MAX_VERSION}); "
                              "kept as a prefix")
-            elif point := _POINT_VERSION.fullmatch(option):
-                version, version_explicit = int(point[1]), True  # and the tag stays a prefix
+            elif (point := _POINT_VERSION.fullmatch(option)) and version_from in (None, groups):
+                # and the tag stays a prefix
+                version, version_explicit, version_from = int(point[1]), True, groups
             lower = chunk.lower()
             if lower.startswith("patch"):
                 patch = True

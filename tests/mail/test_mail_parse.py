@@ -545,6 +545,45 @@ def test_multipart_text_and_attached_patch() -> None:
     assert parsed.trailers == [Trailer("Reviewed-by", "Yu Zhao <yuzhao@google.com>")]
 
 
+def test_a_patch_a_relay_labelled_as_bytes_is_read() -> None:
+    """`git send-email` writes no Content-Type on a patch in ASCII (RFC 2045: text/plain);
+    Mimecast put `application/octet-stream; x-default=true` in its place on Coiby Xu's kexec
+    `[PATCH v6 4/4]` (linux-security-module), which was read as a patch without a diff and
+    left v6 incomplete."""
+    parsed = parse_message(mail(
+        "From: Coiby Xu <coxu@redhat.com>", "Subject: [PATCH v6 4/4] kexec, KEYS, s390: x",
+        "Message-ID: <relabelled@redhat.com>", "Date: Thu, 14 Apr 2022 09:43:44 +0800",
+        "MIME-Version: 1.0", "Content-Transfer-Encoding: 8bit",
+        "Content-Type: application/octet-stream; x-default=true",
+        body="Why.\n\nSigned-off-by: Coiby Xu <coxu@redhat.com>\n---\n" + DIFF))
+    assert parsed.kind is MessageKind.PATCH
+    assert [(f.path, f.added, f.removed) for f in parsed.files] == [("mm/vmscan.c", 1, 1)]
+    assert parsed.trailers == [Trailer("Signed-off-by", "Coiby Xu <coxu@redhat.com>")]
+    assert parsed.problems == ["application/octet-stream part read as text: a relay's "
+                               "placeholder for a missing Content-Type (x-default=true)"]
+
+
+def test_a_patch_file_attached_as_bytes_is_read_and_other_bytes_are_not() -> None:
+    def posted(name: str) -> ParsedMessage:
+        body = multipart(
+            "XyZ",
+            b"Content-Type: text/plain; charset=utf-8\n\nThe fix is attached.\n",
+            b"Content-Type: application/octet-stream; name=" + name.encode() + b"\n"
+            b"Content-Disposition: attachment; filename=" + name.encode() + b"\n"
+            b"Content-Transfer-Encoding: base64\n\n" + base64.encodebytes(DIFF.encode()),
+        )
+        return parse_message(mail(*BASIC, 'Content-Type: multipart/mixed; boundary="XyZ"',
+                                  body=body))
+
+    attached = posted("0001-mm-vmscan-fix.patch")
+    assert attached.body.startswith("The fix is attached.")
+    assert [f.path for f in attached.files] == ["mm/vmscan.c"]
+    assert attached.problems == ["application/octet-stream part read as text: a patch file "
+                                 "(0001-mm-vmscan-fix.patch)"]
+    other = posted("vmcore.bin")
+    assert other.files == [] and "@@" not in other.body
+
+
 def test_truncated_multipart_keeps_what_arrived() -> None:
     body = multipart(
         "cut",

@@ -54,6 +54,18 @@ from bot.mail.subject import parse_subject, says_fix_up, version_label
         ("[PATCH 0 of 12 V2] hg: intro", dict(counter=0, total=12, version=2, prefixes=())),
         ("[PATCH 2 OF 3] hg: upper case", dict(counter=2, total=3)),
         ("[PATCH one of us] not a counter", dict(counter=1, total=1, counters_explicit=False)),
+        # The first group's counters stand; a later group's number something else (Lee Jones's
+        # W=1 sets, linux-input: b4 reads this cover letter of 20 patches as a patch 1/2).
+        ("[PATCH 00/20] [Set 1/2] Rid W=1 issues from Input",
+         dict(counter=0, total=20, counters_explicit=True, prefixes=("Set", "1/2"),
+              title="Rid W=1 issues from Input")),
+        ("[PATCH v2 0/4] [Set 2/2] Rid W=1", dict(version=2, counter=0, total=4)),
+        ("[PATCH v2][1/3] counters in a group of their own", dict(version=2, counter=1, total=3)),
+        # ... and so does its version (linux-mips: tglx's v3 went out with v2's subjects too)
+        ("[patch v3 10/36] [patch V2 10/38] x86/cpu/cacheinfo: Remove cpu_callout_mask",
+         dict(version=3, counter=10, total=36, prefixes=("V2", "10/38"),
+              title="x86/cpu/cacheinfo: Remove cpu_callout_mask")),
+        ("[PATCH 1/3][V2] a version after the counters", dict(version=2, counter=1, total=3)),
         ("Aw: [PATCH] german reply", dict(reply=True, patch=True, title="german reply")),
         ("SV: [PATCH] swedish reply", dict(reply=True, patch=True)),
         ("Fwd: [PATCH] forwarded", dict(reply=True, patch=True)),
