@@ -107,7 +107,9 @@ from bot.db.models import RulesEdition
 #    (a relay's `application/octet-stream; x-default=true` for a mail without Content-Type, a
 #    `*.patch` file attached as `application/octet-stream`) is read (`bot.mail.mime`;
 #    linux-security-module).
-RULES_EDITION = 24
+# 25: a display name with a role or company added ("Russell King - ARM Linux admin", "Name
+#    (Oracle)") is the same person as the bare name (`bot.series.parts.same_author`; linux-i2c).
+RULES_EDITION = 25
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

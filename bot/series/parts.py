@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,16 +84,25 @@ class ThreadMessage:
 
 
 def same_author(a: ThreadMessage, b: ThreadMessage) -> bool:
-    """One person: the same address, or the same display name (a work and a home address)."""
+    """One person: the same address, or the same display name (a work and a home address),
+    less what a sender adds after it for one of them: Russell King sent his cover letters as
+    "Russell King - ARM Linux admin" <linux@...> and their patches as "Russell King"
+    <rmk+kernel@...>; others add "(Oracle)" or "(Intel)"."""
     if a.author == b.author:
         return True
     name = _plain_name(a.author_name)
     return bool(name) and name == _plain_name(b.author_name)
 
 
+_ADDED_TO_NAME = re.compile(r"\s+(?:-\s.*|\(.*\))$")  # "Name - role", "Name (Company)"
+
+
+@functools.lru_cache(maxsize=4096)
 def _plain_name(name: str) -> str:
     name = " ".join(name.strip("\"' ").lower().split())
-    return "" if "@" in name else name
+    if "@" in name:
+        return ""
+    return _ADDED_TO_NAME.sub("", name)
 
 
 def thread_message(row: Mapping[str, Any]) -> ThreadMessage:

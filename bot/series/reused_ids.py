@@ -13,7 +13,9 @@ different parts (another kind, number, size or title), the id a reply names is r
 latest of them dated before the reply (`SKEW` allows for clocks that run behind). Where they
 all send the same part (a series sent again under its ids, a forged or spoofed copy of a
 patch), the id stays the first stored mail's, as before: which of those a series takes is
-`bot.series.shared_ids`' to decide, in one thread.
+`bot.series.shared_ids`' to decide, in one thread. The choice is made as the reply is stored,
+among the mails stored by then (its own batch's included): a reply that comes before the mail
+it answers joins the first stored's thread, and stays there.
 """
 
 from __future__ import annotations

@@ -51,6 +51,25 @@ def test_a_patch_from_another_person_is_not_part_of_the_series():
     assert found([*thread[:2], elsewhere])[0] == (1, "a0", ["a0", "a1"])
 
 
+def test_a_name_with_a_role_or_company_added_is_the_same_person():
+    """Russell King's cover letters came from "Russell King - ARM Linux admin"
+    <linux@armlinux.org.uk>, their patches from "Russell King" <rmk+kernel@armlinux.org.uk>
+    (linux-i2c, linux-mips, netdev): the letters were left alone, and a posting sent again in
+    reply to the first letter was mixed with the first into one coverless version."""
+    def russell(m: ThreadMessage, name: str, address: str) -> ThreadMessage:
+        return dataclasses.replace(m, author_name=name, author=address)
+
+    cover, *patches = series("a", 2)
+    thread = [russell(cover, "Russell King - ARM Linux admin", "linux@armlinux.example"),
+              *[russell(p, "Russell King", "rmk+kernel@armlinux.example") for p in patches]]
+    assert found(thread) == [(1, "a0", ["a0", "a1", "a2"])]
+    oracle = [russell(thread[0], "Russell King (Oracle)", "linux@armlinux.example"), *thread[1:]]
+    assert found(oracle) == [(1, "a0", ["a0", "a1", "a2"])]
+    # another person of the same first name is not
+    other = [russell(thread[0], "Russell Currey - IBM", "linux@armlinux.example"), *thread[1:]]
+    assert found(other)[0] == (1, "a0", ["a0"])
+
+
 def test_a_partial_reroll_replying_patch_by_patch_is_one_posting():
     v1 = series("a", 3)
     v2 = [msg(f"b{i}", f"a{i}", counter=i, total=3, version=2, explicit=True)
