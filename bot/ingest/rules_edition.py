@@ -109,7 +109,10 @@ from bot.db.models import RulesEdition
 #    linux-security-module).
 # 25: a display name with a role or company added ("Russell King - ARM Linux admin", "Name
 #    (Oracle)") is the same person as the bare name (`bot.series.parts.same_author`; linux-i2c).
-RULES_EDITION = 25
+# 26: an In-Reply-To or Reference naming the sender's own address is no parent
+#    (`bot.mail.parse`; platform-driver-x86). Threads are chosen when mail is stored: mail
+#    stored before keeps its thread.
+RULES_EDITION = 26
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -87,6 +87,8 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
     if from_value is None:
         problems.append("From: missing")
     senders = parse_addresses(from_value, problems, "From")
+    if in_reply_to or references:
+        in_reply_to, references = _no_own_address(in_reply_to, references, senders, problems)
     sender = relayed_author(senders[0], headers, problems) if senders else Address("", "")
     to = parse_addresses(", ".join(headers.get("to", ())), problems, "To") if recipients else []
     cc = parse_addresses(", ".join(headers.get("cc", ())), problems, "Cc") if recipients else []
@@ -200,3 +202,18 @@ def describe_non_message(raw: bytes) -> str:
 def _gives_trailers(prose: str) -> bool:
     """Whether `prose` gives a trailer a reply gives (a Signed-off-by is an author's)."""
     return any(t.name != "Signed-off-by" for t in find_trailers(prose, reply=True))
+
+
+def _no_own_address(in_reply_to: str | None, references: list[str], senders: list[Address],
+                    problems: list[str]) -> tuple[str | None, list[str]]:
+    """The threading headers less the sender's own address, which `git send-email` was given
+    as the id to reply to (Mark Pearson's thinkpad_acpi patches for years, platform-driver-x86:
+    every posting one thread under <markpearson@lenovo.com>, where postings years apart of
+    one size were read as one sent again)."""
+    own = {a.email.lower() for a in senders if a.email}
+    if not own or not any(r.lower() in own for r in references):
+        return in_reply_to, references
+    problems.append("In-Reply-To/References: the sender's own address, not a message; ignored")
+    kept = [r for r in references if r.lower() not in own]
+    return (None if in_reply_to and in_reply_to.lower() in own else in_reply_to), kept
+

@@ -545,6 +545,22 @@ def test_multipart_text_and_attached_patch() -> None:
     assert parsed.trailers == [Trailer("Reviewed-by", "Yu Zhao <yuzhao@google.com>")]
 
 
+def test_the_senders_own_address_as_the_parent_is_no_parent() -> None:
+    parsed = parse_message(mail(
+        "From: Mark Pearson <mpearson-lenovo@squebb.ca>", "Subject: [PATCH 1/2] think-lmi: x",
+        "Message-ID: <20230312024635.518769-1-mpearson-lenovo@squebb.ca>",
+        "In-Reply-To: <mpearson-lenovo@squebb.ca>", "References: <mpearson-lenovo@squebb.ca>",
+        "Date: Sun, 12 Mar 2023 02:46:34 +0000",
+        body="Why.\n\nSigned-off-by: Mark Pearson <mpearson-lenovo@squebb.ca>\n---\n" + DIFF))
+    assert (parsed.in_reply_to, parsed.references) == (None, [])
+    assert parsed.kind is MessageKind.PATCH
+    assert parsed.problems == [
+        "In-Reply-To/References: the sender's own address, not a message; ignored"]
+    # a message of another's address is a parent as any
+    other = parse_message(mail(*BASIC, body="Fine."))
+    assert other.in_reply_to == "patch-1@gmail.com"
+
+
 def test_a_patch_a_relay_labelled_as_bytes_is_read() -> None:
     """`git send-email` writes no Content-Type on a patch in ASCII (RFC 2045: text/plain);
     Mimecast put `application/octet-stream; x-default=true` in its place on Coiby Xu's kexec

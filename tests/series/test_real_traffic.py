@@ -1256,3 +1256,29 @@ def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     assert (piece["complete"], piece["continued_by"], piece["continued_in_series"]) == (
         False, version["id"], series_of_last)
     assert version["complete"] and version["reroll_of_label"] == "v2"
+
+
+def test_postings_sent_in_reply_to_their_senders_address_are_not_one_thread(
+    db, make, ingest_settings
+):
+    """Mark Pearson's thinkpad_acpi and think-lmi patches (platform-driver-x86, 2020-2025)
+    went out with `In-Reply-To: <his address>`, as `git send-email` was given it for the id
+    to reply to: every posting was one thread under that id, and his two-patch series of
+    2023 and 2025, of one size, were read as one posting sent again, the later patches
+    taking the earlier ones' places; neither 2023 posting was in a version."""
+    mark = ("Mark Pearson", "mpearson-lenovo@squebb.example")
+    postings = []
+    for title, start in [("think-lmi: possible values", dt.datetime(2023, 3, 12, 2, 46)),
+                         ("think-lmi: missing type", dt.datetime(2023, 3, 13, 18, 45)),
+                         ("thinkpad_acpi: hotkeys", dt.datetime(2025, 5, 7, 19, 4))]:
+        files = make(SeriesSpec(title=title, author=mark, patches=2, cover=False))
+        sent = send_email(files, start=start.replace(tzinfo=dt.UTC), domain="squebb.example")
+        first = with_header(with_header(sent[0], "In-Reply-To", f"<{mark[1]}>"),
+                            "References", f"<{mark[1]}>")
+        postings.append([first, with_header(sent[1], "References",
+                                            f"<{mark[1]}> <{msgs_id(first)}>")])
+    store(db, [m for p in postings for m in p], ingest_settings)
+    versions = [v for s in all_series(db) for v in s["versions"]]
+    assert sorted(shape(v) for v in versions) == sorted(
+        (1, None, ids(p), True) for p in postings)
+    assert not any("sent twice" in n for v in versions for n in v["notes"])
