@@ -126,6 +126,16 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    `2/2`, `2/2`), one set sent twice is the same patches, and two `1/1`s are as often a stale
    file and its new version (linux-bluetooth): all stay rule 9's.
 
+18. Patches sent with a cover letter that says no version (`[PATCH 00/22]`, one run, its
+   author and size), each number once, some as the letter and others tagging revisions of
+   their own (Arnd Bergmann's
+   `[PATCH 01/22] [RESEND^2] ida: ...`, `[PATCH 08/22] [v2] arch: ...`, `[PATCH 10/22]
+   microblaze: ...`; `[PATCH 02/10] [v3]`, `[PATCH 06/10] [v4]`), are its posting, read at
+   its version: each tag is that patch's history within the series, and the version split
+   into three incomplete postings was never tested. Patches that all say one higher version
+   are rule 10's; a later version's patches sent beside the letter's own, or patches of two
+   versions and none of the letter's, stay postings of their own.
+
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
 after v4 and before v5, and where they key postings by version, v4.1 is a key of its own.
@@ -233,9 +243,11 @@ def group_postings(
     kept elsewhere (in threads of their own), by the id they claim (rule 13)."""
     copies = [c for found in (resent_covers or {}).values() for c in found]
     by_id = _with_covers({m.msgid: m for m in [*messages, *copies]})
-    misnumbered = _misnumbered(by_id)
+    misnumbered, own_revisions = _misnumbered(by_id)  # rules 10 and 18
     said = {msgid: by_id[msgid] for msgid in misnumbered}
+    told = {msgid: by_id[msgid] for msgid in own_revisions}
     by_id.update(misnumbered)
+    by_id.update(own_revisions)
     unnumbered, unread = _unnumbered(by_id)  # rule 11
     by_id.update(unnumbered)
     parts = sorted((m for m in by_id.values() if m.is_posting_part), key=_by_date)
@@ -310,6 +322,10 @@ def group_postings(
             says = f"says v{letter.version}" if letter.version_explicit else "gives no version"
             posting.notes.append(f"the cover letter {says}, the patches sent with it "
                                  f"v{posting.version}: read as v{posting.version}")
+        if tagged := [f"{i}/{posting.expected} ({_revision_tags(told[m])})"
+                      for i, m in sorted(posting.patches.items()) if m in told]:
+            posting.notes.append("patches tag their own revisions under a cover letter that "
+                                 f"says none: {', '.join(tagged)}; read as v{posting.version}")
         posting.needs_shortlog |= posting.cover in unread
         posting.notes += [f"patch {i}/{posting.expected} was sent without a number; numbered as "
                           f"the cover letter lists it: {msgid}"
@@ -366,12 +382,21 @@ def _at_release(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
                                prefixes=(*msg.prefixes, *point))
 
 
+def _revision_tags(patch: ThreadMessage) -> str:
+    """What a patch's subject says of its revision: "v2", "RESEND", "RESEND v3"."""
+    said = [f"v{patch.version}"] if patch.version_explicit else []
+    return " ".join(["RESEND", *said] if patch.resend else said)
+
+
 _ONE_SEND = dt.timedelta(minutes=10)  # git send-email sends a part a second, from one Date
 
 
-def _misnumbered(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
+def _misnumbered(by_id: dict[str, ThreadMessage]
+                 ) -> tuple[dict[str, ThreadMessage], dict[str, ThreadMessage]]:
     """The cover letters that say another version than the patches sent with them (rule 10),
-    each read at its patches' release: msgid -> the letter as read."""
+    each read at its patches' release: msgid -> the letter as read; and the patches that tag
+    their own revisions under a cover letter that says none (rule 18), each read at the
+    letter's release and RESEND flag: msgid -> the patch as read."""
     replies: dict[str, list[ThreadMessage]] = {}
     for msg in by_id.values():
         cover = by_id.get(msg.hook) if msg.hook else None
@@ -379,15 +404,24 @@ def _misnumbered(by_id: dict[str, ThreadMessage]) -> dict[str, ThreadMessage]:
                 and cover.counter == 0 and same_author(msg, cover)
                 and msg.total == cover.total):
             replies.setdefault(cover.msgid, []).append(msg)
-    found = {}
+    covers: dict[str, ThreadMessage] = {}
+    patches_read: dict[str, ThreadMessage] = {}
     for msgid, patches in replies.items():
         cover = by_id[msgid]
+        sent = [p for p in patches if _one_send(cover, p)]  # the others came later
         releases = {p.release for p in patches}
         if (len(releases) == 1 and all(p.version_explicit for p in patches)
-                and patches[0].release > cover.release
-                and all(_one_send(cover, p) for p in patches)):
-            found[msgid] = _at_release(cover, patches[0])
-    return found
+                and patches[0].release > cover.release and len(sent) == len(patches)):
+            covers[msgid] = _at_release(cover, patches[0])
+        elif (not cover.version_explicit
+              and sorted(p.counter for p in sent) == list(range(1, cover.total + 1))
+              and (cover.release, cover.resend) in (tags := {(p.release, p.resend) for p in sent})
+              and len(tags) > 1):
+            patches_read.update(
+                (p.msgid, dataclasses.replace(p, version=cover.version, version_explicit=False,
+                                              resend=cover.resend))
+                for p in sent if (p.release, p.resend) != (cover.release, cover.resend))
+    return covers, patches_read
 
 
 def _unnumbered(by_id: dict[str, ThreadMessage]) -> tuple[dict[str, ThreadMessage], set[str]]:

@@ -687,3 +687,26 @@ def test_stale_files_and_one_set_sent_twice_stay_one_posting():
     sets = [dataclasses.replace(msg(f"{s}{i}", "a0", counter=i, total=2), title=f"t{i}",
                                 fingerprint=f"diff {i}") for s in "xy" for i in (1, 2)]
     assert found([letter, *sets]) == [(1, "a0", ["a0", "x1", "x2"])]
+
+
+def test_patches_tagging_their_own_revisions_are_the_unversioned_cover_letters():
+    """Arnd Bergmann's `[PATCH 00/22] -Wmissing-prototype warning fixes` over `[PATCH 01/22]
+    [RESEND^2] ida: ...`, `[PATCH 08/22] [v2] arch: ...` and untagged patches, one run
+    (linux-kbuild, linux-usb, linux-mips): each tag is that patch's history, and the version
+    was three incomplete postings, never tested (rule 18)."""
+    head, *patches = series("a", 4)
+    patches[0] = dataclasses.replace(patches[0], resend=True)
+    patches[1] = dataclasses.replace(patches[1], version=2, version_explicit=True)
+    patches[2] = dataclasses.replace(patches[2], version=3, version_explicit=True)
+    (posting,) = group_postings([head, *patches])
+    assert (posting.version, posting.cover, posting.members, posting.complete) == (
+        1, "a0", ["a0", "a1", "a2", "a3", "a4"], True)
+    assert posting.notes == ["patches tag their own revisions under a cover letter that says "
+                             "none: 1/4 (RESEND), 2/4 (v2), 3/4 (v3); read as v1"]
+    # all one higher version: the letter forgot it (rule 10); a later run in reply to the
+    # letter is a posting of its own
+    v2 = [dataclasses.replace(p, version=2, version_explicit=True) for p in series("a", 4)[1:]]
+    assert [(p.version, p.cover) for p in group_postings([head, *v2])] == [(2, "a0")]
+    later = dataclasses.replace(patches[1], msgid="b2", date=START + dt.timedelta(days=3))
+    assert [(p.version, p.members) for p in group_postings([head, *patches, later])
+            ] == [(1, ["a0", "a1", "a2", "a3", "a4"]), (2, ["b2"])]
