@@ -1282,3 +1282,20 @@ def test_postings_sent_in_reply_to_their_senders_address_are_not_one_thread(
     assert sorted(shape(v) for v in versions) == sorted(
         (1, None, ids(p), True) for p in postings)
     assert not any("sent twice" in n for v in versions for n in v["notes"])
+
+
+def test_patches_tagging_their_own_revisions_are_one_posting(db, make, ingest_settings):
+    """Arnd Bergmann's `[PATCH 00/22] -Wmissing-prototype warning fixes` over `[PATCH 01/22]
+    [RESEND^2] ida: ...`, `[PATCH 08/22] [v2] arch: ...` and untagged patches, one run
+    (linux-kbuild, linux-usb, linux-mips): before, the tags split the version into three
+    incomplete postings, and none was tested."""
+    sent = make(SeriesSpec(title="-Wmissing-prototype warning fixes", patches=3))
+    tagged = [sent[0], sent[1]]
+    for raw, tag in [(sent[2], "[RESEND^2]"), (sent[3], "[v2]")]:
+        subject = header(raw, "Subject")
+        tagged.append(with_header(raw, "Subject", subject.replace("] ", f"] {tag} ", 1)))
+    store(db, tagged, ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
+    assert version["notes"] == ["patches tag their own revisions under a cover letter that "
+                                "says none: 2/3 (RESEND), 3/3 (v2); read as v1"]
