@@ -39,8 +39,8 @@ _NONE = (None, "[]")
 _SENT_ID = sa.func.coalesce(Message.claimed_msgid, Message.msgid)
 _PATCHES = (
     sa.select(
-        Patch.id, Patch.series_version_id, _SENT_ID.label("msgid"), _TRAILERS_TEXT,
-        Message.patch_fingerprint,
+        Patch.id, Patch.series_version_id, _SENT_ID.label("msgid"), Message.thread_id,
+        _TRAILERS_TEXT, Message.patch_fingerprint,
     )
     .join(Message, Message.id == Patch.message_id)
     .where(in_param(Patch.series_version_id, "versions"))
@@ -48,8 +48,8 @@ _PATCHES = (
 )  # fmt: skip
 _DELETE = sa.delete(_TRAILERS).where(in_param(_TRAILERS.c.patch_id, "patches"))
 _VERSIONS = sa.select(
-    SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version, SeriesVersion.thread_id,
-    _SENT_ID.label("cover_msgid"),
+    SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version,
+    _SENT_ID.label("cover_msgid"), Message.thread_id.label("cover_thread_id"),
 ).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)  # fmt: skip
 _CHOSEN_VERSIONS = _VERSIONS.where(in_param(SeriesVersion.id, "ids"))
 _LATER_VERSIONS = _VERSIONS.where(
@@ -87,17 +87,20 @@ def attribute_trailers(session: Session, version_ids: Iterable[int]) -> None:
     by_version: dict[int, list[Any]] = defaultdict(list)
     for row in patches:
         by_version[row.series_version_id].append(row)
-    replies = _replies_by_parent(conn, {v.thread_id for v in versions if v.thread_id})
+    # by thread: the replies naming a part are in the part's thread, and an id some sender
+    # used again names other mails in other threads (`bot.series.reused_ids`)
+    replies = _replies_by_parent(conn, {t for t in [
+        *(v.cover_thread_id for v in versions), *(p.thread_id for p in patches)] if t is not None})
     earlier = _earlier_trailers(conn, versions)
     conn.execute(_DELETE, {"patches": [p.id for p in patches]})
     new_rows: list[tuple[int, str, str, str, str]] = []
     for version in versions:  # in version order: a rebuilt v1 feeds v2's carried trailers
-        # its thread's: an id some sender used again names other mails in other threads
-        here = replies.get(version.thread_id, {})
-        cover = [(n, v, "cover", src) for n, v, src in _collect(version.cover_msgid, here)
+        cover = [(n, v, "cover", src) for n, v, src in _collect(
+            version.cover_msgid, replies.get(version.cover_thread_id, {}))
                  ] if version.cover_msgid else []  # fmt: skip
         for patch in by_version[version.id]:
-            found = [(n, v, "reply", src) for n, v, src in _collect(patch.msgid, here)]
+            found = [(n, v, "reply", src)
+                     for n, v, src in _collect(patch.msgid, replies.get(patch.thread_id, {}))]
             found += cover
             key = (version.series_id, patch.patch_fingerprint)
             if patch.patch_fingerprint:
