@@ -112,9 +112,10 @@ from bot.db.models import RulesEdition
 # 26: an In-Reply-To or Reference naming the sender's own address is no parent
 #    (`bot.mail.parse`; platform-driver-x86). Threads are chosen when mail is stored: mail
 #    stored before keeps its thread.
-# 27: patches sent with a cover letter that says no version, each number once, some tagging
-#    revisions of their own (`[PATCH 08/22] [v2]`, `[RESEND^2]`), are its posting at its
-#    version (`bot.series.grouping`, rule 18; linux-kbuild, linux-usb, linux-i2c).
+# 27: patches sent with a cover letter, each number once, some tagged as the letter and others
+#    with revisions of their own (`[PATCH 08/22] [v2]`, `[RESEND^2]`, `[RESEND,v2,3/9]` under
+#    `[v3,0/9]`), are its posting at its version (`bot.series.grouping`, rule 18; linux-kbuild,
+#    linux-usb, linux-i2c, linux-clk, linux-gpio).
 RULES_EDITION = 27
 
 _table = RulesEdition.__table__

@@ -126,15 +126,15 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    `2/2`, `2/2`), one set sent twice is the same patches, and two `1/1`s are as often a stale
    file and its new version (linux-bluetooth): all stay rule 9's.
 
-18. Patches sent with a cover letter that says no version (`[PATCH 00/22]`, one run, its
-   author and size), each number once, some as the letter and others tagging revisions of
-   their own (Arnd Bergmann's
-   `[PATCH 01/22] [RESEND^2] ida: ...`, `[PATCH 08/22] [v2] arch: ...`, `[PATCH 10/22]
-   microblaze: ...`; `[PATCH 02/10] [v3]`, `[PATCH 06/10] [v4]`), are its posting, read at
-   its version: each tag is that patch's history within the series, and the version split
-   into three incomplete postings was never tested. Patches that all say one higher version
-   are rule 10's; a later version's patches sent beside the letter's own, or patches of two
-   versions and none of the letter's, stay postings of their own.
+18. Patches sent with a cover letter (one run, its author and size), each number once, some
+   tagged as the letter and others with revisions of their own, are its posting, read at its
+   version: Arnd Bergmann's `[PATCH 00/22]` over `[PATCH 01/22] [RESEND^2] ida: ...`,
+   `[PATCH 08/22] [v2] arch: ...` and `[PATCH 10/22] microblaze: ...`; Sam Shih's `[v3,0/9]`
+   over `[v3,1/9]`, `[RESEND,v2,3/9]`, `[v4,6/9]`. Each tag is that patch's history within
+   the series; the tags split the version into incomplete postings, none tested. Patches
+   that all say one higher version are rule 10's; a later version's patches sent beside the
+   letter's own, or patches of two versions and none of the letter's, stay postings of their
+   own.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -324,8 +324,8 @@ def group_postings(
                                  f"v{posting.version}: read as v{posting.version}")
         if tagged := [f"{i}/{posting.expected} ({_revision_tags(told[m])})"
                       for i, m in sorted(posting.patches.items()) if m in told]:
-            posting.notes.append("patches tag their own revisions under a cover letter that "
-                                 f"says none: {', '.join(tagged)}; read as v{posting.version}")
+            posting.notes.append("patches sent with the cover letter tag their own revisions: "
+                                 f"{', '.join(tagged)}; read as v{posting.version}")
         posting.needs_shortlog |= posting.cover in unread
         posting.notes += [f"patch {i}/{posting.expected} was sent without a number; numbered as "
                           f"the cover letter lists it: {msgid}"
@@ -383,9 +383,9 @@ def _at_release(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
 
 
 def _revision_tags(patch: ThreadMessage) -> str:
-    """What a patch's subject says of its revision: "v2", "RESEND", "RESEND v3"."""
+    """What a patch's subject says of its revision: "v2", "RESEND v3", "no version"."""
     said = [f"v{patch.version}"] if patch.version_explicit else []
-    return " ".join(["RESEND", *said] if patch.resend else said)
+    return " ".join(["RESEND", *said] if patch.resend else said) or "no version"
 
 
 _ONE_SEND = dt.timedelta(minutes=10)  # git send-email sends a part a second, from one Date
@@ -395,8 +395,8 @@ def _misnumbered(by_id: dict[str, ThreadMessage]
                  ) -> tuple[dict[str, ThreadMessage], dict[str, ThreadMessage]]:
     """The cover letters that say another version than the patches sent with them (rule 10),
     each read at its patches' release: msgid -> the letter as read; and the patches that tag
-    their own revisions under a cover letter that says none (rule 18), each read at the
-    letter's release and RESEND flag: msgid -> the patch as read."""
+    their own revisions under a cover letter (rule 18), each read at the letter's release and
+    RESEND flag: msgid -> the patch as read."""
     replies: dict[str, list[ThreadMessage]] = {}
     for msg in by_id.values():
         cover = by_id.get(msg.hook) if msg.hook else None
@@ -413,8 +413,7 @@ def _misnumbered(by_id: dict[str, ThreadMessage]
         if (len(releases) == 1 and all(p.version_explicit for p in patches)
                 and patches[0].release > cover.release and len(sent) == len(patches)):
             covers[msgid] = _at_release(cover, patches[0])
-        elif (not cover.version_explicit
-              and sorted(p.counter for p in sent) == list(range(1, cover.total + 1))
+        elif (sorted(p.counter for p in sent) == list(range(1, cover.total + 1))
               and (cover.release, cover.resend) in (tags := {(p.release, p.resend) for p in sent})
               and len(tags) > 1):
             patches_read.update(

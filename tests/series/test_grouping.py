@@ -701,8 +701,18 @@ def test_patches_tagging_their_own_revisions_are_the_unversioned_cover_letters()
     (posting,) = group_postings([head, *patches])
     assert (posting.version, posting.cover, posting.members, posting.complete) == (
         1, "a0", ["a0", "a1", "a2", "a3", "a4"], True)
-    assert posting.notes == ["patches tag their own revisions under a cover letter that says "
-                             "none: 1/4 (RESEND), 2/4 (v2), 3/4 (v3); read as v1"]
+    assert posting.notes == ["patches sent with the cover letter tag their own revisions: "
+                             "1/4 (RESEND), 2/4 (v2), 3/4 (v3); read as v1"]
+    # a cover letter that says its version: the same (Sam Shih's `[v3,0/9]` over `[v3,1/9]`,
+    # `[RESEND,v2,3/9]`, `[v4,6/9]`)
+    at_v3 = [dataclasses.replace(m, version=3, version_explicit=True) for m in [head, *patches]]
+    at_v3[1] = dataclasses.replace(at_v3[1], version=2)
+    at_v3[3] = dataclasses.replace(at_v3[3], version=4)
+    (posting,) = group_postings(at_v3)
+    assert (posting.version, posting.members, posting.complete) == (
+        3, ["a0", "a1", "a2", "a3", "a4"], True)
+    assert posting.notes == ["patches sent with the cover letter tag their own revisions: "
+                             "1/4 (RESEND v2), 3/4 (v4); read as v3"]
     # all one higher version: the letter forgot it (rule 10); a later run in reply to the
     # letter is a posting of its own
     v2 = [dataclasses.replace(p, version=2, version_explicit=True) for p in series("a", 4)[1:]]

@@ -1297,5 +1297,5 @@ def test_patches_tagging_their_own_revisions_are_one_posting(db, make, ingest_se
     store(db, tagged, ingest_settings)
     (version,) = only_series(db)["versions"]
     assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
-    assert version["notes"] == ["patches tag their own revisions under a cover letter that "
-                                "says none: 2/3 (RESEND), 3/3 (v2); read as v1"]
+    assert version["notes"] == ["patches sent with the cover letter tag their own revisions: "
+                                "2/3 (RESEND), 3/3 (v2); read as v1"]
