@@ -42,7 +42,7 @@ from bot.runs.rounds import mail_stored_since
 from bot.series.views import continued_pieces
 from bot.web.queries import SeriesFilter, series_detail, series_rows
 from tests.cli import Lorelab
-from tests.series.mailing import discussion_mail
+from tests.series.mailing import discussion_mail, with_header
 from tests.support.statements import statements
 
 GROWING = ("messages", "series_versions", "unseen_messages")
@@ -52,9 +52,9 @@ REVIEWER = ("Rita Reviewer", "rita@example.org")
 def archive(tree: Path) -> list[list[bytes]]:
     """Batches as a list delivers them: series, a v2 in reply to v1, unthreaded patches,
     review replies with trailers, a reply that arrives before its parent, a reply that joins
-    two stored threads (one named only by a message never seen), and a deep thread
+    two stored threads (one named only by a message never seen), a deep thread
     whose patches 2 and 4 come first (two postings, until the rest makes them one: a version
-    and its series deleted, patches moved)."""
+    and its series deleted, patches moved), and a series under Message-IDs already taken."""
     v1 = SeriesSpec(title="mm/vmscan: plan the scan", patches=3)
     v2 = SeriesSpec(title="mm/vmscan: plan the scan", patches=3, version=2, same_changes_as=v1,
                     revised=(2,), in_reply_to=f"<{series_message_ids(v1)[0]}>")
@@ -72,8 +72,18 @@ def archive(tree: Path) -> list[list[bytes]]:
     lone = discussion_mail("lone@example.org", when, "unseen@example.org", "unseen@example.org")
     joining = discussion_mail("joining@example.org", when, "unseen@example.org",
                               f"{series_message_ids(v1)[0]} unseen@example.org")
+    # a series a day later under ids v1 used (a sender's tool counting again), its patch in
+    # reply to its cover letter: copies, and a reply naming an id two mails carry
+    reused = SeriesSpec(title="mm/vmscan: reused ids", patches=1,
+                        start_date=dt.datetime(2026, 12, 2, tzinfo=dt.UTC))
+    again_cover, again_patch = make_series(tree, reused)
+    taken = series_message_ids(v1)
+    again = [with_header(again_cover, "Message-ID", f"<{taken[2]}>"),
+             with_header(with_header(with_header(again_patch, "Message-ID", f"<{taken[3]}>"),
+                                     "In-Reply-To", f"<{taken[2]}>"),
+                         "References", f"<{taken[2]}>")]
     return [first + replies + [two, four, lone], [late], second + third[:1] + [cover, one, three],
-            third[1:] + fourth + [joining]]
+            third[1:] + fourth + [joining], again]
 
 
 @pytest.fixture(scope="module")
