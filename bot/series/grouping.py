@@ -417,8 +417,8 @@ def _misnumbered(by_id: dict[str, ThreadMessage]
               and (cover.release, cover.resend) in (tags := {(p.release, p.resend) for p in sent})
               and len(tags) > 1):
             patches_read.update(
-                (p.msgid, dataclasses.replace(p, version=cover.version, version_explicit=False,
-                                              resend=cover.resend))
+                (p.msgid, dataclasses.replace(p, version=cover.version, resend=cover.resend,
+                                              version_explicit=cover.version_explicit))
                 for p in sent if (p.release, p.resend) != (cover.release, cover.resend))
     return covers, patches_read
 
