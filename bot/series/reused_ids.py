@@ -93,10 +93,8 @@ class ReusedIds:
         carriers = self.carriers.get(named)
         if not carriers or date is None or len({c.part for c in carriers}) == 1:
             return named
-        sent = [c for c in carriers if c.date is not None and c.date <= date + SKEW]
-        if not sent:
-            return named
-        return max(sent, key=lambda c: c.date or dt.datetime.min).msgid
+        sent = [(c.date, c.msgid) for c in carriers if c.date is not None and c.date <= date + SKEW]
+        return max(sent, key=lambda s: s[0])[1] if sent else named
 
 
 # SQLite: nearly every `claimed_msgid` is NULL, so its statistics say that a value is found in

@@ -90,12 +90,12 @@ class Carried:
     sends: dict[str, Counter[Part]]  # how many of an id's mails send each part
 
 
-def settle(parts: list[Any], shared: set[str], carried: Carried
+def settle(parts: list[Any], shared: set[str], copies: Carried
            ) -> tuple[list[Any], dict[str, str], list[int]]:
     """One row per Message-ID of a thread's parts; a note for each shared id (by the id the
     posting will know the part by); the message ids of the copies not taken, which must not
     stay a patch of any version."""
-    alike = carried.alike
+    alike = copies.alike
     by_id: dict[str, list[Any]] = defaultdict(list)
     for row in parts:
         by_id[row.claimed_msgid or row.msgid].append(row)
@@ -119,7 +119,7 @@ def settle(parts: list[Any], shared: set[str], carried: Carried
                                                                         group[0].total)])
         chosen = best if best is not None else group[0]
         reused = (best is None and len(group) == 1 and msgid not in alike
-                  and carried.sends[msgid][part_of(chosen)] == 1)
+                  and copies.sends[msgid][part_of(chosen)] == 1)
         if chosen.msgid != msgid and group[0].msgid == msgid:
             # read under the id it claims where it stands in for the mail stored under that
             # id; elsewhere (another thread) it keeps its stand-in, so no id is in two postings
@@ -143,7 +143,7 @@ def settle(parts: list[Any], shared: set[str], carried: Carried
         elif reused:
             # the thread's one mail under an id that mails of other threads carry as other
             # parts: an id the sender's tool used again (`bot.series.reused_ids`)
-            others = sum(carried.sends[msgid].values()) - 1
+            others = sum(copies.sends[msgid].values()) - 1
             notes[chosen.msgid] = (
                 f"{NOTE}, settled: <{msgid}> is carried by {others} other "
                 + ("mail" if others == 1 else "mails")
