@@ -116,7 +116,12 @@ from bot.db.models import RulesEdition
 #    with revisions of their own (`[PATCH 08/22] [v2]`, `[RESEND^2]`, `[RESEND,v2,3/9]` under
 #    `[v3,0/9]`), are its posting at its version (`bot.series.grouping`, rule 18; linux-kbuild,
 #    linux-usb, linux-i2c, linux-clk, linux-gpio).
-RULES_EDITION = 27
+# 28: a patch whose tag is a point release of its cover letter's version (`[PATCHv2.5 01/15]`
+#    under `[PATCHv2 00/15]`, one run) is read at the letter's release too (rule 18;
+#    linux-remoteproc); different patches that all carry one number (`[PATCH 1/2] hsi: ...`,
+#    `[PATCH 1/2] mailbox: ...`), sent by one run without a cover letter and no other number,
+#    are a posting each (rule 19; linux-mmc, linux-tegra).
+RULES_EDITION = 28
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -130,11 +130,19 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    tagged as the letter and others with revisions of their own, are its posting, read at its
    version: Arnd Bergmann's `[PATCH 00/22]` over `[PATCH 01/22] [RESEND^2] ida: ...`,
    `[PATCH 08/22] [v2] arch: ...` and `[PATCH 10/22] microblaze: ...`; Sam Shih's `[v3,0/9]`
-   over `[v3,1/9]`, `[RESEND,v2,3/9]`, `[v4,6/9]`. Each tag is that patch's history within
+   over `[v3,1/9]`, `[RESEND,v2,3/9]`, `[v4,6/9]`; a point release too, Tero Kristo's
+   `[PATCHv2 00/15]` over `[PATCHv2.5 01/15]`. Each tag is that patch's history within
    the series; the tags split the version into incomplete postings, none tested. Patches
    that all say one higher version are rule 10's; a later version's patches sent beside the
    letter's own, or patches of two versions and none of the letter's, stay postings of their
    own.
+19. Different patches (titles and diffs) that all carry one number of a series (`i/N`, N > 1),
+   sent by one run without a cover letter, and no other number with them, are a posting each:
+   Allen Pais's tasklet conversions (linux-mmc), some forty patches of one run, each in reply
+   to the first, among them `[PATCH 1/2] hsi: ...`, `[PATCH 1/2] mailbox: ...` and
+   `[PATCH 1/2] memstick: ...`, are patches 1/2 of as many series, whose 2/2s went elsewhere;
+   rule 9 kept the last and lost the others. A stale file beside its new version under one
+   title, or beside other numbers, stays rule 9's.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -152,7 +160,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
-from bot.mail.subject import point_of, says_fix_up
+from bot.mail.subject import point_of, says_fix_up, version_label
 from bot.series import unthreaded
 from bot.series.fix_ups import fix_ups
 from bot.series.parts import ThreadMessage, same_author
@@ -300,6 +308,7 @@ def group_postings(
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
     bundled = _bundled(groups)  # rule 17
+    bundled.update(_one_number_sent(groups))  # rule 19
     _join_additions(groups, by_id)
     late = _late_covers(groups, by_id)  # rule 14
     retitled = _retitled_covers(groups, by_id)  # rule 15
@@ -376,15 +385,20 @@ def _as_cover(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
 
 def _at_release(msg: ThreadMessage, patch: ThreadMessage) -> ThreadMessage:
     """`msg` as a cover letter of `patch`'s release, point and all."""
-    point = tuple(tag for tag in patch.prefixes if point_of(patch.version, (tag,)))
-    return dataclasses.replace(msg, kind="cover", version=patch.version,
-                               version_explicit=patch.version_explicit,
-                               prefixes=(*msg.prefixes, *point))
+    return dataclasses.replace(_read_at(msg, patch), kind="cover")
+
+
+def _read_at(msg: ThreadMessage, other: ThreadMessage) -> ThreadMessage:
+    """`msg` read at `other`'s release, point and all: its own point tag (`v2.5`) goes."""
+    own = tuple(tag for tag in msg.prefixes if not point_of(msg.version, (tag,)))
+    point = tuple(tag for tag in other.prefixes if point_of(other.version, (tag,)))
+    return dataclasses.replace(msg, version=other.version,
+                               version_explicit=other.version_explicit, prefixes=(*own, *point))
 
 
 def _revision_tags(patch: ThreadMessage) -> str:
-    """What a patch's subject says of its revision: "v2", "RESEND v3", "no version"."""
-    said = [f"v{patch.version}"] if patch.version_explicit else []
+    """What a patch's subject says of its revision: "v2.5", "RESEND v3", "no version"."""
+    said = [version_label(patch.version, patch.prefixes)] if patch.version_explicit else []
     return " ".join(["RESEND", *said] if patch.resend else said) or "no version"
 
 
@@ -417,8 +431,7 @@ def _misnumbered(by_id: dict[str, ThreadMessage]
               and (cover.release, cover.resend) in (tags := {(p.release, p.resend) for p in sent})
               and len(tags) > 1):
             patches_read.update(
-                (p.msgid, dataclasses.replace(p, version=cover.version, resend=cover.resend,
-                                              version_explicit=cover.version_explicit))
+                (p.msgid, dataclasses.replace(_read_at(p, cover), resend=cover.resend))
                 for p in sent if (p.release, p.resend) != (cover.release, cover.resend))
     return covers, patches_read
 
@@ -666,6 +679,32 @@ def _bundled(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
                     f"sent by one run with {len(sets) - 1} other series numbered "
                     f"1/{other[0].total}..{other[0].total}/{other[0].total} in the same "
                     f"place ({anchor}): a posting of its own")
+    return notes
+
+
+def _one_number_sent(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
+    """Rule 19: the patches of a group without a cover letter that all carry one number of a
+    series, sent by one run as different patches, each a group of its own. The note for each
+    new group, by its name."""
+    notes: dict[str, str] = {}
+    for anchor, group in list(groups.items()):
+        group = sorted(group, key=_by_date)
+        first = group[0]
+        if (len(group) < 2 or first.total < 2
+                or any(m.kind != "patch" or m.counter != first.counter
+                       or not _one_send(first, m) for m in group)):
+            continue
+        titles = {tuple(m.title.split()) for m in group}
+        diffs = {m.fingerprint for m in group}
+        if len(titles) < len(group) or None in diffs or len(diffs) < len(group):
+            continue  # the same patch sent again, or a stale file under its title: rule 9's
+        groups[anchor] = [first]
+        for other in group[1:]:
+            groups[other.msgid] = [other]
+            notes[other.msgid] = (
+                f"one of {len(group)} different patches numbered {first.counter}/{first.total} "
+                f"that one run sent without a cover letter (the first: {first.msgid}): a "
+                "posting of its own")
     return notes
 
 

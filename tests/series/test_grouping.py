@@ -677,6 +677,34 @@ def test_sets_without_a_cover_letter_sent_by_one_run_stay_apart():
                              (1, None, ["c1", "c2"])]
 
 
+def test_different_patches_of_one_number_sent_by_one_run_are_a_posting_each():
+    """Allen Pais's tasklet conversions (linux-mmc): one run, each mail in reply to the first
+    `[PATCH]`, among them `[PATCH 1/2] hsi: ...`, `[PATCH 1/2] mailbox: ...` and `[PATCH 1/2]
+    memstick: ...`, patches 1/2 of three series: rule 9 kept the last and lost two (rule 19)."""
+    def sent(msgid: str, counter: int, total: int, title: str) -> ThreadMessage:
+        return dataclasses.replace(msg(msgid, "a1", counter=counter, total=total),
+                                   title=title, fingerprint=f"diff of {title}")
+
+    first = dataclasses.replace(msg("a1"), title="arch: um: convert", fingerprint="um")
+    ones = [sent(f"b{i}", 1, 2, f"{area}: convert") for i, area in
+            enumerate(("hsi", "mailbox", "memstick"))]
+    postings = group_postings([first, *ones])
+    assert [(p.cover, p.members, p.complete) for p in postings] == [
+        (None, ["a1"], True), (None, ["b0"], False), (None, ["b1"], False),
+        (None, ["b2"], False)]
+    assert [p.notes for p in postings[:2]] == [[], []]
+    assert postings[2].notes == ["one of 3 different patches numbered 1/2 that one run sent "
+                                 "without a cover letter (the first: b0): a posting of its own"]
+    # rule 9's still: a stale file under its new version's title, one beside another number,
+    # copies sent by two runs
+    stale = [dataclasses.replace(m, title="hsi: convert") for m in ones[:2]]
+    assert found([first, *stale])[1:] == [(1, None, ["b1"])]
+    second = sent("c2", 2, 2, "mailbox: convert, part 2")
+    assert found([first, *ones[:2], second])[1:] == [(1, None, ["b1", "c2"])]
+    later = dataclasses.replace(ones[1], date=ones[0].date + dt.timedelta(hours=2))
+    assert found([first, ones[0], later])[1:] == [(1, None, ["b1"])]
+
+
 def test_stale_files_and_one_set_sent_twice_stay_one_posting():
     """What rule 17 leaves to rule 9: a folder's stale files go by number (`1/2`, `1/2`,
     `2/2`, `2/2`: the later of each), and the same patches sent twice by one run are one
@@ -713,6 +741,15 @@ def test_patches_tagging_their_own_revisions_are_the_unversioned_cover_letters()
         3, ["a0", "a1", "a2", "a3", "a4"], True)
     assert posting.notes == ["patches sent with the cover letter tag their own revisions: "
                              "1/4 (RESEND v2), 3/4 (v4); read as v3"]
+    # a point release's tag is a revision too: Tero Kristo's `[PATCHv2 00/15]` over
+    # `[PATCHv2.5 01/15]` and `[PATCHv2 02/15]`.. (linux-remoteproc) was 1/15 alone and 14/15
+    at_v2 = [dataclasses.replace(m, version=2, version_explicit=True) for m in [head, *patches]]
+    at_v2[1] = dataclasses.replace(at_v2[1], prefixes=("v2.5",), resend=False)
+    (posting,) = group_postings(at_v2)
+    assert (posting.version, posting.members, posting.complete, posting.prefixes) == (
+        2, ["a0", "a1", "a2", "a3", "a4"], True, ())
+    assert posting.notes == ["patches sent with the cover letter tag their own revisions: "
+                             "1/4 (v2.5); read as v2"]
     # all one higher version: the letter forgot it (rule 10); a later run in reply to the
     # letter is a posting of its own
     v2 = [dataclasses.replace(p, version=2, version_explicit=True) for p in series("a", 4)[1:]]

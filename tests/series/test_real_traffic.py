@@ -1299,3 +1299,36 @@ def test_patches_tagging_their_own_revisions_are_one_posting(db, make, ingest_se
     assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
     assert version["notes"] == ["patches sent with the cover letter tag their own revisions: "
                                 "2/3 (RESEND), 3/3 (v2); read as v1"]
+
+
+def test_a_point_release_tag_under_the_cover_letter_is_its_version(db, make, ingest_settings):
+    """Tero Kristo's `[PATCHv2 00/15]` over `[PATCHv2.5 01/15]` and `[PATCHv2 02/15]`..,
+    one run (linux-remoteproc): before, patch 1 was a v2.5 posting of its own and v2 was
+    incomplete, neither tested."""
+    sent = make(SeriesSpec(title="remoteproc: updates for OMAP", patches=3, version=2))
+    subject = header(sent[1], "Subject")
+    tagged = [sent[0], with_header(sent[1], "Subject", subject.replace("v2 ", "v2.5 ", 1)),
+              *sent[2:]]
+    store(db, tagged, ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (2, msgs_id(sent[0]), ids(sent[1:]), True)
+    assert version["notes"] == ["patches sent with the cover letter tag their own revisions: "
+                                "1/3 (v2.5); read as v2"]
+
+
+def test_patches_of_one_number_sent_by_one_run_are_each_kept(db, make, ingest_settings):
+    """Allen Pais's tasklet conversions (linux-mmc): one run of single patches, each in reply
+    to the first, among them `[PATCH 1/2] hsi: ...` and `[PATCH 1/2] mailbox: ...`, patches
+    1/2 of different series. Before, the later took the earlier's place (rule 9): a patch in
+    no version."""
+    sent = make(SeriesSpec(title="tasklet conversions", patches=3, cover=False))
+    renumbered = [with_header(sent[0], "Subject",
+                              header(sent[0], "Subject").replace("PATCH 1/3", "PATCH"))]
+    renumbered += [with_header(raw, "Subject", re.sub(r"PATCH \d/3", "PATCH 1/2",
+                                                      header(raw, "Subject")))
+                   for raw in sent[1:]]
+    store(db, renumbered, ingest_settings)
+    versions = [v for s in all_series(db) for v in s["versions"]]
+    assert sorted(shape(v) for v in versions) == sorted(
+        [(1, None, ids(sent[:1]), True), (1, None, ids(sent[1:2]), False),
+         (1, None, ids(sent[2:]), False)])
