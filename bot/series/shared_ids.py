@@ -4,17 +4,19 @@ Ingest keeps every different mail that carries an id (`bot.ingest.copies`). Befo
 grouped, each id of a thread's cover letters and patches that more than one mail claims is
 settled here: the copy whose headers match the rest of its posting (the other parts of the same
 version and size, whose ids nobody shares) is taken when exactly one fits best: same sender as
-they, replying to the same parent, dated nearest to them. When nothing tells the copies apart
-(or there is no rest of the posting to compare with) but they are one part sent again (patches
-with one diff fingerprint, or cover letters of one size, under one number: a series sent a
-second time with the same Message-IDs, to more people or a day later), which copy stands for
-the id changes no code a test applies: the first stored is taken, and a copy in a thread the
-first is not in (a patch without a cover letter sent again starts one) is dropped there, not
-made a second posting of the same patch. When the thread holds one mail under the id and the
-others, in other threads, send other parts (another kind, number, size or title: an id the
-sender's tool used again, `bot.series.reused_ids`), the thread's own is taken. Otherwise the
-id stays *unresolved*: the version is flagged ambiguous and counted incomplete, so the planner,
-`lorelab apply|build|review` and `#lorelab test` all refuse it until a new posting replaces it.
+they, replying to the same parent, dated nearest to them. A patch that one mail sends with its
+diff and the others without (its text lost on the way) is the one with the diff. When nothing
+tells the copies apart (or there is no rest of the posting to compare with) but they are one
+part sent again (patches with one diff fingerprint, or cover letters of one size, under one
+number: a series sent a second time with the same Message-IDs, to more people or a day later),
+which copy stands for the id changes no code a test applies: the first stored is taken, and a
+copy in a thread the first is not in (a patch without a cover letter sent again starts one) is
+dropped there, not made a second posting of the same patch. When the thread holds one mail
+under the id and the others, in other threads, send other parts (another kind, number, size or
+title: an id the sender's tool used again, `bot.series.reused_ids`), the thread's own is taken.
+Otherwise the id stays *unresolved*: the version is flagged ambiguous and counted incomplete,
+so the planner, `lorelab apply|build|review` and `#lorelab test` all refuse it until a new
+posting replaces it.
 Either way the version's notes say which id is shared and what was done.
 """
 
@@ -115,8 +117,9 @@ def settle(parts: list[Any], shared: set[str], copies: Carried
             # over the same diff under v1's id, a new commit message, is v2: kept.)
             dropped += [r.id for r in group]
             continue
-        best = _best(group, [p for p in peers if (p.version, p.total) == (group[0].version,
-                                                                        group[0].total)])
+        whole = _the_whole_copy(group)
+        best = whole or _best(group, [p for p in peers if (p.version, p.total) == (
+            group[0].version, group[0].total)])
         chosen = best if best is not None else group[0]
         reused = (best is None and len(group) == 1 and msgid not in alike
                   and copies.sends[msgid][part_of(chosen)] == 1)
@@ -126,7 +129,12 @@ def settle(parts: list[Any], shared: set[str], copies: Carried
             chosen = _Claimed(chosen, msgid)
         out.append(chosen)
         dropped += [r.id for r in group if r.id != chosen.id]
-        if best is not None:
+        if whole is not None:
+            notes[chosen.msgid] = (
+                f"{NOTE}, settled: <{msgid}> is carried by {len(group)} mails that send patch "
+                f"{whole.counter}/{whole.total}, all but one without its diff (its text lost "
+                f"on the way); took the one with the diff, dated {whole.date}")
+        elif best is not None:
             notes[chosen.msgid] = (
                 f"{NOTE}, settled: <{msgid}> is carried by different mails; took the one from "
                 f"{best.from_email} dated {best.date}, whose sender, parent and date match the "
@@ -224,6 +232,19 @@ def _one_part(kind: tuple[Any, ...]) -> bool:
     """Whether copies alike in (kind, counter, total, fingerprint) send one part: a cover
     letter, or a patch whose diff lorelab read."""
     return kind[0] == "cover" or (kind[0] == "patch" and kind[3] is not None)
+
+
+def _the_whole_copy(group: list[Any]) -> Any | None:
+    """The one mail of `group` (carrying one id) that sends its patch with a diff, where the
+    others send the same patch (number, size, title) without one: copies whose text a mail
+    gateway dropped (TI's, 2023: an empty `[PATCH 2/2]` stored before the whole one)."""
+    first = group[0]
+    with_diff = [r for r in group if r.has_diff]
+    if len(group) < 2 or len(with_diff) != 1 or any(
+            (r.kind, r.counter, r.total, r.title.split())
+            != ("patch", first.counter, first.total, first.title.split()) for r in group):
+        return None
+    return with_diff[0]
 
 
 def _best(candidates: list[Any], peers: list[Any]) -> Any | None:

@@ -118,6 +118,30 @@ def test_copies_nothing_tells_apart_leave_the_version_untested(
     assert f"ambiguous Message-ID, unresolved: &lt;{msgs_id(two)}&gt;" in page.text
 
 
+@pytest.mark.parametrize("cover", [True, False], ids=["with a cover letter", "patches only"])
+def test_a_copy_that_lost_its_text_on_the_way_gives_way_to_the_whole_one(
+    db: Database, tree: Path, ingest_settings, cover: bool
+) -> None:
+    """linux-omap, Dhruva Gole's `[PATCH 2/2] pinctrl: single: ...` (2023): TI's mail gateway
+    delivered it once empty and once whole, under one Message-ID, the empty one stored first.
+    Before, the empty one stood for the id and the version was incomplete, never tested."""
+    sent = make_series(tree, SeriesSpec(title="pinctrl-single: am654", patches=2, cover=cover))
+    last = sent[-1]
+    empty = last.split(b"\n\n", 1)[0] + b"\n\n"
+    store(db, [*sent[:-1], empty], ingest_settings)
+    store(db, [last], ingest_settings)
+    assert len(copies(db, msgs_id(last))) == 2
+    (version,) = only_series(db)["versions"]
+    assert version["complete"]
+    assert [p["sent_message_id"] for p in version["patches"]] == [msgs_id(m) for m in sent
+                                                                   if b"[PATCH 0/" not in m]
+    assert version["patches"][-1]["file_changes"]
+    assert [n for n in version["notes"] if n.startswith("ambiguous")] == [
+        f"ambiguous Message-ID, settled: <{msgs_id(last)}> is carried by 2 mails that send "
+        f"patch 2/2, all but one without its diff (its text lost on the way); took the one "
+        f"with the diff, dated {version['patches'][-1]['date'].replace('T', ' ')}"]
+
+
 def test_a_series_sent_again_under_its_message_ids_is_tested(
     db: Database, tree: Path, ingest_settings
 ) -> None:
