@@ -124,7 +124,11 @@ from bot.db.models import RulesEdition
 # 29: of mails carrying one patch's Message-ID, the one with the diff stands for it where the
 #    others send that patch without one, its text lost on the way (`bot.series.shared_ids`;
 #    linux-omap).
-RULES_EDITION = 29
+# 30: a mail a list sent wrapped in one of its own (Mailman's DMARC "wrap message",
+#    `Content-Type: message/rfc822`) is read as the author's mail inside: its Message-ID,
+#    threading, sender and text (`bot.mail.wrapped`; alsa-devel, 2023). A reparse reads the
+#    text again but keeps the stored ids and threads: a new ingest mends the series.
+RULES_EDITION = 30
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -33,6 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion
+from bot.mail.wrapped import unwrapped
 
 
 class MboxError(RuntimeError):
@@ -69,7 +70,9 @@ def _posting_messages(session: Session, version: SeriesVersion) -> list[bytes]:
     for row in rows:
         carried.setdefault(row.claimed_msgid or row.msgid, row.id)  # the first stored
     carried.update((msgid, taken[msgid]) for msgid in carried.keys() & taken.keys())
-    return [row.raw for row in rows if carried[row.claimed_msgid or row.msgid] == row.id]
+    # a mail a list sent wrapped in one of its own: b4 reads the author's inside
+    return [unwrapped(row.raw) for row in rows
+            if carried[row.claimed_msgid or row.msgid] == row.id]
 
 
 def am_ready_mbox(session: Session, version: SeriesVersion) -> bytes:

@@ -718,3 +718,52 @@ def test_garbage_never_crashes() -> None:
         except UnparseableMessage:
             continue
         assert isinstance(parsed.msgid, str) and parsed.msgid
+
+
+def wrapped_by_list(inner: bytes, encoding: str = "8bit") -> bytes:
+    """`inner` as Mailman's DMARC mitigation sends it on (alsa-devel, 2023)."""
+    return mail(
+        "From: A U Thor via Alsa-devel <alsa-devel@alsa-project.org>",
+        "Reply-To: A U Thor <author@example.org>",
+        "Subject: [PATCH 2/7] mm: vmscan: one change",
+        "Date: Wed, 15 Mar 2023 14:42:26 +0100",
+        "Message-ID: <167888778959.26.1275@mailman-core.alsa-project.org>",
+        "In-Reply-To: <cover.1@example.org>",
+        'List-Id: "Alsa-devel mailing list" <alsa-devel.alsa-project.org>',
+        "MIME-Version: 1.0",
+        "Content-Type: message/rfc822",
+        f"Content-Transfer-Encoding: {encoding}",
+        "Content-Disposition: inline",
+        body=inner,
+    )
+
+
+def test_a_mail_the_list_wrapped_in_its_own_is_the_authors_mail() -> None:
+    """Mailman's DMARC "wrap message": the list's own From, Message-ID and a message/rfc822 body
+    holding the author's mail. Read as it came, every patch alsa-devel sent so in 2023 was
+    "without a diff" under the list server's Message-ID, and no series of those months was in
+    a version."""
+    inner = mail(
+        "From: A U Thor <author@example.org>",
+        "Subject: [PATCH 2/7] mm: vmscan: one change",
+        "Date: Wed, 15 Mar 2023 14:42:26 +0100",
+        "Message-Id: <patch.2@example.org>",
+        "In-Reply-To: <cover.1@example.org>",
+        "References: <cover.1@example.org>",
+        body=f"The change.\n\nSigned-off-by: A U Thor <author@example.org>\n---\n{DIFF}",
+    )
+    parsed = parse_message(wrapped_by_list(inner))
+    assert (parsed.msgid, parsed.in_reply_to, parsed.sender, parsed.kind) == (
+        "patch.2@example.org", "cover.1@example.org",
+        Address("A U Thor", "author@example.org"), MessageKind.PATCH)
+    assert [f.path for f in parsed.files] == ["mm/vmscan.c"]
+    assert parsed.list_id == "alsa-devel.alsa-project.org"  # the wrapper's, the mail has none
+    assert parsed.problems == ["sent by the list wrapped in a mail of its own (message/rfc822, "
+                               "<167888778959.26.1275@mailman-core.alsa-project.org>)"]
+    # a wrapper whose body is not a mail, or sent in an encoding message/rfc822 may not have,
+    # is read as it came
+    for odd in (wrapped_by_list(b"\x00\x01 not a mail\n"),
+                wrapped_by_list(base64.b64encode(inner), "base64")):
+        read = parse_message(odd)
+        assert read.msgid == "167888778959.26.1275@mailman-core.alsa-project.org"
+        assert read.kind is MessageKind.PATCH and not read.files

@@ -1332,3 +1332,35 @@ def test_patches_of_one_number_sent_by_one_run_are_each_kept(db, make, ingest_se
     assert sorted(shape(v) for v in versions) == sorted(
         [(1, None, ids(sent[:1]), True), (1, None, ids(sent[1:2]), False),
          (1, None, ids(sent[2:]), False)])
+
+
+def wrapped_by_list(raw: bytes, n: int) -> bytes:
+    """`raw` as Mailman's DMARC mitigation sends it on: a mail of the list's own, the author's
+    inside (alsa-devel, 2023)."""
+    outer = [
+        "From: Ada Reclaim via Alsa-devel <alsa-devel@alsa-project.org>",
+        "Reply-To: Ada Reclaim <ada@example.org>",
+        f"Subject: {header(raw, 'Subject')}",
+        f"Date: {header(raw, 'Date')}",
+        f"Message-ID: <16788877{n}.26.1@mailman-core.alsa-project.org>",
+        "MIME-Version: 1.0",
+        "Content-Type: message/rfc822",
+        "Content-Disposition: inline",
+    ]
+    if b"\nIn-Reply-To:" in raw.split(b"\n\n", 1)[0]:
+        outer.append(f"In-Reply-To: {header(raw, 'In-Reply-To')}")
+    return "\n".join(outer).encode() + b"\n\n" + raw
+
+
+def test_a_series_the_list_sent_wrapped_is_a_version_b4_applies(db, make, ingest_settings):
+    """Mailman's DMARC "wrap message" (alsa-devel, March to May 2023): each part came as a
+    mail of the list's, with the author's inside. Before, every patch was "without a diff"
+    under the list server's Message-ID, and none of those months' series was in a version."""
+    sent = make(SeriesSpec(title="ASoC: wrapped", patches=2))
+    store(db, [wrapped_by_list(raw, n) for n, raw in enumerate(sent)], ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
+    with db.session() as session:
+        stored = session.scalars(sa.select(SeriesVersion)).one()
+        mbox = " ".join(am_ready_mbox(session, stored).decode().split())
+    assert mbox.count("Subject: [PATCH") == 2 and mbox.count("diff --git") >= 2
