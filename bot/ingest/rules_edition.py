@@ -128,7 +128,10 @@ from bot.db.models import RulesEdition
 #    `Content-Type: message/rfc822`) is read as the author's mail inside: its Message-ID,
 #    threading, sender and text (`bot.mail.wrapped`; alsa-devel, 2023). A reparse reads the
 #    text again but keeps the stored ids and threads: a new ingest mends the series.
-RULES_EDITION = 30
+# 31: a mail under a numbered patch's subject without "Re:" and without a diff, that replies
+#    and quotes, with no Signed-off-by of its own, is a review (Outlook keeps the subject;
+#    `bot.mail.classify`; openbmc, linux-usb, linux-bluetooth).
+RULES_EDITION = 31
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

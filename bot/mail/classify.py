@@ -63,12 +63,26 @@ def _kind(subject: Subject, *, has_diff: bool, prose: str, replying: bool,
         return MessageKind.PATCH  # with or without a PATCH tag: "[RFC] foo" with a diff is one
     if subject.patch:
         if subject.counters_explicit:
+            if replying and _answers(prose):
+                # a client that keeps the subject as it was (Outlook, some webmail): a reply
+                # quoting the patch or its review, not a patch (a commit message is not quoted)
+                return MessageKind.REVIEW
             return MessageKind.PATCH  # "[PATCH 2/5]" whose diff got lost: it still has a slot
         if _has_diffstat(prose):
             return MessageKind.COVER
     if replying:
         return MessageKind.REVIEW  # a reply whose client dropped the "Re:"
     return MessageKind.OTHER
+
+
+_QUOTED = re.compile(r"^>", re.M)
+_SIGNED_OFF = re.compile(r"^Signed-off-by:", re.M | re.I)
+
+
+def _answers(prose: str) -> bool:
+    """Whether a body without a diff is an answer: it quotes, and no line of its own signs a
+    commit off."""
+    return ">" in prose and bool(_QUOTED.search(prose)) and not _SIGNED_OFF.search(prose)
 
 
 def _has_diffstat(prose: str) -> bool:

@@ -25,7 +25,10 @@ _IDENTITY = {None, "7bit", "8bit", "binary"}
 def wrapped_mail(headers: Headers, data: bytes, body_start: int) -> bytes | None:
     """The mail that a mail with these header fields (`CONTENT_FIELDS` among them) carries
     as its whole body, or None when it is no wrapper."""
-    if parse_content_type(first(headers, "content-type"))[0] != "message/rfc822":
+    content_type = first(headers, "content-type")
+    if (content_type is None  # nearly all mail is text/plain: no full parse for it
+            or content_type.lstrip()[:14].lower() != "message/rfc822"
+            or parse_content_type(content_type)[0] != "message/rfc822"):
         return None
     encoding = first(headers, "content-transfer-encoding")
     if (encoding.strip().lower() if encoding else None) not in _IDENTITY:

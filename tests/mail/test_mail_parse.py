@@ -311,6 +311,14 @@ def message(subject: str, body: str, *extra: str) -> ParsedMessage:
         # a patch whose diff was lost, threaded under its cover letter
         ("[PATCH 2/5] mm: x", "The diff was eaten by a mail client.\n",
          ("In-Reply-To: <c@x>",), MessageKind.PATCH),
+        # a client that keeps the subject as it was (Outlook): a reply quoting the review
+        # (openbmc, Jacky Chou's `[PATCH 2/7] dt-bindings: pci: ...`), not a patch
+        ("[PATCH 2/7] mm: x", "> Make your subject match style of:\n>\n> s/Add/x/\n\nAgreed.\n",
+         ("In-Reply-To: <r@x>",), MessageKind.REVIEW),
+        # a commit message that quotes, signed off, and a quote sent as no reply
+        ("[PATCH 2/5] mm: x", "As the report says:\n> oops\n\nSigned-off-by: A <a@b.org>\n",
+         ("In-Reply-To: <c@x>",), MessageKind.PATCH),
+        ("[PATCH 2/5] mm: x", "> oops\n", (), MessageKind.PATCH),
     ],
 )
 def test_classification(subject: str, body: str, extra: tuple[str, ...], kind: MessageKind) -> None:
