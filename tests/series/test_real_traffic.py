@@ -1284,36 +1284,29 @@ def test_postings_sent_in_reply_to_their_senders_address_are_not_one_thread(
     assert not any("sent twice" in n for v in versions for n in v["notes"])
 
 
-def test_patches_tagging_their_own_revisions_are_one_posting(db, make, ingest_settings):
+@pytest.mark.parametrize(("version", "retagged", "note"), [
+    (1, {2: ("] ", "] [RESEND^2] "), 3: ("] ", "] [v2] ")}, "2/3 (RESEND), 3/3 (v2); read as v1"),
+    (2, {1: ("v2 ", "v2.5 ")}, "1/3 (v2.5); read as v2"),
+], ids=["revisions", "point release"])
+def test_patches_tagging_their_own_revisions_are_one_posting(
+    db, make, ingest_settings, version: int, retagged: dict, note: str
+):
     """Arnd Bergmann's `[PATCH 00/22] -Wmissing-prototype warning fixes` over `[PATCH 01/22]
     [RESEND^2] ida: ...`, `[PATCH 08/22] [v2] arch: ...` and untagged patches, one run
-    (linux-kbuild, linux-usb, linux-mips): before, the tags split the version into three
+    (linux-kbuild, linux-usb, linux-mips); Tero Kristo's `[PATCHv2 00/15]` over `[PATCHv2.5
+    01/15]` and `[PATCHv2 02/15]`.. (linux-remoteproc): before, the tags split the version into
     incomplete postings, and none was tested."""
-    sent = make(SeriesSpec(title="-Wmissing-prototype warning fixes", patches=3))
-    tagged = [sent[0], sent[1]]
-    for raw, tag in [(sent[2], "[RESEND^2]"), (sent[3], "[v2]")]:
-        subject = header(raw, "Subject")
-        tagged.append(with_header(raw, "Subject", subject.replace("] ", f"] {tag} ", 1)))
+    sent = make(SeriesSpec(title="-Wmissing-prototype warning fixes", patches=3,
+                           version=version))
+    tagged = list(sent)
+    for number, (old, new) in retagged.items():
+        subject = header(sent[number], "Subject").replace(old, new, 1)
+        tagged[number] = with_header(sent[number], "Subject", subject)
     store(db, tagged, ingest_settings)
-    (version,) = only_series(db)["versions"]
-    assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
-    assert version["notes"] == ["patches sent with the cover letter tag their own revisions: "
-                                "2/3 (RESEND), 3/3 (v2); read as v1"]
-
-
-def test_a_point_release_tag_under_the_cover_letter_is_its_version(db, make, ingest_settings):
-    """Tero Kristo's `[PATCHv2 00/15]` over `[PATCHv2.5 01/15]` and `[PATCHv2 02/15]`..,
-    one run (linux-remoteproc): before, patch 1 was a v2.5 posting of its own and v2 was
-    incomplete, neither tested."""
-    sent = make(SeriesSpec(title="remoteproc: updates for OMAP", patches=3, version=2))
-    subject = header(sent[1], "Subject")
-    tagged = [sent[0], with_header(sent[1], "Subject", subject.replace("v2 ", "v2.5 ", 1)),
-              *sent[2:]]
-    store(db, tagged, ingest_settings)
-    (version,) = only_series(db)["versions"]
-    assert shape(version) == (2, msgs_id(sent[0]), ids(sent[1:]), True)
-    assert version["notes"] == ["patches sent with the cover letter tag their own revisions: "
-                                "1/3 (v2.5); read as v2"]
+    (version_read,) = only_series(db)["versions"]
+    assert shape(version_read) == (version, msgs_id(sent[0]), ids(sent[1:]), True)
+    assert version_read["notes"] == [
+        f"patches sent with the cover letter tag their own revisions: {note}"]
 
 
 def test_patches_of_one_number_sent_by_one_run_are_each_kept(db, make, ingest_settings):
