@@ -57,10 +57,12 @@ _REDUCED_SENDER = re.compile(r"\[([^]]+)\]")
 _LIST_ID = re.compile(r"<([^<>\s]+)>")
 
 
-def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
+def parse_message(raw: bytes, *, recipients: bool = True, unwrap: bool = True) -> ParsedMessage:
     """Parse one raw message. Raises UnparseableMessage only for input that is not mail.
 
-    `recipients=False` leaves To and Cc empty (ingest stores neither; they cost an eighth)."""
+    `recipients=False` leaves To and Cc empty (ingest stores neither; they cost an eighth).
+    `unwrap=False` reads a mail a list wrapped in its own as it came: the mail inside is read
+    so, and a wrapper in it is not opened (nesting is the sender's to choose, and unbounded)."""
     raw = bytes(raw)
     problems: list[str] = []
     start = 0
@@ -72,10 +74,11 @@ def parse_message(raw: bytes, *, recipients: bool = True) -> ParsedMessage:
     # The fields read are mostly mail fields; only without any is the block read for all of them
     if _MAIL_FIELDS.isdisjoint(headers) and not read_head(raw, start, size, [], _MAIL_FIELDS)[0]:
         raise UnparseableMessage(describe_non_message(raw))
-    inner = wrapped_mail(headers, raw, body_start)
+    inner = wrapped_mail(headers, raw, body_start) if unwrap else None
     if inner is not None:
         with contextlib.suppress(UnparseableMessage):  # else read as it came
-            return _wrapped_by_list(parse_message(inner, recipients=recipients), headers)
+            read = parse_message(inner, recipients=recipients, unwrap=False)
+            return _wrapped_by_list(read, headers)
 
     msgid = parse_msgid(first(headers, "message-id"))
     if msgid is None:

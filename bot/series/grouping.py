@@ -698,13 +698,15 @@ def _one_number_sent(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
         diffs = {m.fingerprint for m in group}
         if len(titles) < len(group) or None in diffs or len(diffs) < len(group):
             continue  # the same patch sent again, or a stale file under its title: rule 9's
-        groups[anchor] = [first]
-        for other in group[1:]:
-            groups[other.msgid] = [other]
-            notes[other.msgid] = (
-                f"one of {len(group)} different patches numbered {first.counter}/{first.total} "
-                f"that one run sent without a cover letter (the first: {first.msgid}): a "
-                "posting of its own")
+        kept = next((m for m in group if m.msgid == anchor), first)  # the group's name stays
+        groups[anchor] = [kept]
+        for other in group:
+            if other is not kept:
+                groups[other.msgid] = [other]
+                notes[other.msgid] = (
+                    f"one of {len(group)} different patches numbered "
+                    f"{first.counter}/{first.total} that one run sent without a cover letter "
+                    f"(beside {kept.msgid}): a posting of its own")
     return notes
 
 

@@ -16,8 +16,7 @@ under the id and the others, in other threads, send other parts (another kind, n
 title: an id the sender's tool used again, `bot.series.reused_ids`), the thread's own is taken.
 Otherwise the id stays *unresolved*: the version is flagged ambiguous and counted incomplete,
 so the planner, `lorelab apply|build|review` and `#lorelab test` all refuse it until a new
-posting replaces it.
-Either way the version's notes say which id is shared and what was done.
+posting replaces it. Either way the version's notes say which id is shared and what was done.
 """
 
 from __future__ import annotations

@@ -775,3 +775,9 @@ def test_a_mail_the_list_wrapped_in_its_own_is_the_authors_mail() -> None:
         read = parse_message(odd)
         assert read.msgid == "167888778959.26.1275@mailman-core.alsa-project.org"
         assert read.kind is MessageKind.PATCH and not read.files
+    # a wrapper in the wrapped mail is not opened: nesting is unbounded, the sender's to choose
+    nested = inner
+    for _ in range(1000):  # beyond the interpreter's recursion limit
+        nested = wrapped_by_list(nested)
+    read = parse_message(nested)
+    assert read.msgid == "167888778959.26.1275@mailman-core.alsa-project.org" and not read.files

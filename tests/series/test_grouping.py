@@ -694,7 +694,7 @@ def test_different_patches_of_one_number_sent_by_one_run_are_a_posting_each():
         (None, ["b2"], False)]
     assert [p.notes for p in postings[:2]] == [[], []]
     assert postings[2].notes == ["one of 3 different patches numbered 1/2 that one run sent "
-                                 "without a cover letter (the first: b0): a posting of its own"]
+                                 "without a cover letter (beside b0): a posting of its own"]
     # rule 9's still: a stale file under its new version's title, one beside another number,
     # copies sent by two runs
     stale = [dataclasses.replace(m, title="hsi: convert") for m in ones[:2]]
