@@ -131,7 +131,9 @@ from bot.db.models import RulesEdition
 # 31: a mail under a numbered patch's subject without "Re:" and without a diff, that replies
 #    and quotes, with no Signed-off-by of its own, is a review (Outlook keeps the subject;
 #    `bot.mail.classify`; openbmc, linux-usb, linux-bluetooth).
-RULES_EDITION = 31
+# 32: patches of a later run in reply to a posting's cover letter that carry titles it holds at
+#    other numbers are a posting of their own, not corrections (rule 12; linux-pwm).
+RULES_EDITION = 32
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -91,7 +91,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    with `--in-reply-to` to it, or turned an RFC into a `[PATCH]`), is a posting of its own,
    named by its first patch, not a correction of each patch, which would make a version tested
    before hold patches it was not tested with. Fewer patches sent later stay corrections
-   (rule 9: `[PATCH v5 3/6 REPLACE]`).
+   (rule 9: `[PATCH v5 3/6 REPLACE]`), unless one carries the title of a patch the posting
+   holds at another number: renumbered, a list's share of a later version (Nikita Shubin's
+   ep93xx conversion on linux-pwm: June's `[PATCH v1 15/43]`, `16/43` and `37/43`, in reply
+   to April's `[PATCH 00/43]`, are April's 14/43, 15/43 and 36/43 moved on by one, and took
+   their places as corrections).
 13. A cover letter sent again under the Message-ID of an earlier posting's (Jan Kara keeps his
    cover letters' ids from one version to the next: `[PATCH v4 0/29]` under v3's id) is kept as
    a copy in a thread of its own (`bot.ingest.copies`), while the patches sent with it reply to
@@ -654,7 +658,22 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
                 notes[run[0].msgid] = (
                     f"all its patches were sent again, in reply to the cover letter "
                     f"{cover.msgid} of an earlier posting: a posting of its own")
+            elif moved := _renumbered(run, group):  # rule 12, a list's share of the run
+                groups[anchor] = [m for m in groups[anchor] if m not in run]
+                groups[run[0].msgid] = run
+                notes[run[0].msgid] = (
+                    f"sent later in reply to the cover letter {cover.msgid} of an earlier "
+                    f"posting, renumbered ({moved}): a posting of its own")
     return notes
+
+
+def _renumbered(run: list[ThreadMessage], group: list[ThreadMessage]) -> str:
+    """How a later run's patches carry titles that other patches of the group carry at other
+    numbers ("16/43 is 15/43"), or "" when none does: a correction keeps its number."""
+    numbers = {tuple(m.title.split()): m.counter for m in group
+               if m.kind == "patch" and m not in run}
+    return ", ".join(f"{m.counter}/{m.total} is {numbers[key]}/{m.total}" for m in run
+                     if numbers.get(key := tuple(m.title.split()), m.counter) != m.counter)
 
 
 def _bundled(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:

@@ -543,6 +543,26 @@ def test_a_copy_of_the_cover_letter_takes_the_later_patches_sent_with_it():
     assert found(v3 + v4[1:], {"a0": [early]}) == [(3, "a0", ["a0", "a1", "b2"]), alone]
 
 
+def test_a_later_run_renumbered_in_reply_to_the_cover_letter_is_a_posting_of_its_own():
+    """Rule 12 for a list's share of a later version: Nikita Shubin's ep93xx conversion
+    (linux-pwm) sent June's `[PATCH v1 15/43]` and `16/43` in reply to April's `[PATCH 00/43]`,
+    whose 14/43 and 15/43 they are, moved on by one; they took April's places as corrections
+    (rule 9), mixing two versions. A correction under its own number stays one."""
+    april = [cover("a0", 43), *(dataclasses.replace(
+        msg(f"a{i}", "a0", counter=i, total=43), title=f"t{i}") for i in (14, 15, 36))]
+    june = [dataclasses.replace(msg(f"b{i}", "a0", counter=i, total=43), title=f"t{i - 1}",
+                                date=april[1].date + dt.timedelta(days=38, minutes=i))
+            for i in (15, 16)]
+    postings = group_postings([*april, *june])
+    assert [(p.cover, p.members) for p in postings] == [
+        ("a0", ["a0", "a14", "a15", "a36"]), (None, ["b15", "b16"])]
+    assert postings[1].notes == [
+        "sent later in reply to the cover letter a0 of an earlier posting, renumbered "
+        "(15/43 is 14/43, 16/43 is 15/43): a posting of its own"]
+    corrected = dataclasses.replace(june[0], title="t15")
+    assert found([*april, corrected]) == [(1, "a0", ["a0", "a14", "b15", "a36"])]
+
+
 def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_letter():
     """Rule 14: written after its patches and sent in reply to patch 1; or sent among them by
     one `git send-email` run given the files in another order, everything in reply to the

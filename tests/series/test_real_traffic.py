@@ -1357,3 +1357,25 @@ def test_a_series_the_list_sent_wrapped_is_a_version_b4_applies(db, make, ingest
         stored = session.scalars(sa.select(SeriesVersion)).one()
         mbox = " ".join(am_ready_mbox(session, stored).decode().split())
     assert mbox.count("Subject: [PATCH") == 2 and mbox.count("diff --git") >= 2
+
+
+def test_a_later_version_renumbered_in_reply_to_the_cover_letter_stays_apart(
+    db, make, ingest_settings
+):
+    """Nikita Shubin's ep93xx conversion (linux-pwm): June's `[PATCH v1 15/43]` and `16/43`,
+    in reply to April's `[PATCH 00/43]`, are April's 14/43 and 15/43 moved on by one. Before,
+    they took April's places 15 and 16 as corrections: April's version applied one patch twice
+    and lost one."""
+    april = make(SeriesSpec(title="ep93xx device tree conversion", patches=3))
+    june = []
+    for raw in april[1:3]:
+        subject = header(raw, "Subject")
+        number = int(re.search(r"(\d)/3\]", subject)[1])
+        moved = with_header(raw, "Subject", subject.replace(f"{number}/3]", f"{number + 1}/3]"))
+        moved = with_header(moved, "Message-ID", f"<june-{number + 1}@example.org>")
+        june.append(with_header(moved, "Date", f"Thu, 01 Jun 2027 05:34:0{number} +0000"))
+    store(db, [*april, *june], ingest_settings)
+    versions = {v["cover_message_id"]: v for v in only_series(db)["versions"]}
+    assert shape(versions[msgs_id(april[0])]) == (1, msgs_id(april[0]), ids(april[1:]), True)
+    assert shape(versions[None]) == (1, None, ["june-2@example.org", "june-3@example.org"],
+                                     False)
