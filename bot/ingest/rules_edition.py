@@ -133,7 +133,10 @@ from bot.db.models import RulesEdition
 #    `bot.mail.classify`; openbmc, linux-usb, linux-bluetooth).
 # 32: patches of a later run in reply to a posting's cover letter that carry titles it holds at
 #    other numbers are a posting of their own, not corrections (rule 12; linux-pwm).
-RULES_EDITION = 32
+# 33: a patch whose parent is missing continues the cover letter its References name next,
+#    sent within the hour before it (Outlook rewrote the ids of a `git send-email` run; rule 3;
+#    linux-rockchip).
+RULES_EDITION = 33
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -21,6 +21,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    one patch sent twice. Unless their cover letter is in the thread, as rule 4 finds it: sent
    beside them, in reply to the same review (`git format-patch --no-thread --in-reply-to`, or
    a mail client sending each file), or under a Message-ID other than the one they reply to.
+   Or unless the nearest message their References name that is here is their cover letter,
+   sent within the hour before: Outlook's servers give each mail sent through them a
+   Message-ID of their own, so Jonas Karlman's `[PATCH 02/15]`..`04/15`, sent by one `git
+   send-email` run after `01/15`, replied to the id that run gave `01/15`, which no archive
+   holds, and named the cover letter in References (linux-rockchip: a whole version read as
+   five incomplete postings).
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
    version's cover letter or patch, or to a review) are one posting per author, version, size
    and RESEND flag, with the cover letter of that key that shares their parent or has no
@@ -512,6 +518,8 @@ def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict
     for msg in parts:
         hook = msg.hook
         parent = by_id.get(hook) if hook else None
+        if parent is None and hook is not None and msg.kind == "patch":
+            parent = _cover_above(msg, by_id)  # rule 3
         if msg.kind != "patch" or parent is None or not _continues(msg, parent):
             continue
         # A reference loop (malformed mail) would make a chain without a top: refuse the link.
@@ -527,6 +535,22 @@ def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict
             top = up[top]
         chains.setdefault(top, []).append(msg)
     return chains
+
+
+def _cover_above(msg: ThreadMessage, by_id: dict[str, ThreadMessage]) -> ThreadMessage | None:
+    """The cover letter a patch names further up its References when the mail it replies to
+    is missing and the nearest one it names that is here is that letter, sent within the hour
+    before it (rule 3)."""
+    for ref in msg.parents()[1:]:
+        found = by_id.get(ref)
+        if found is None:
+            continue
+        if (found.kind == "cover" and found.counter == 0 and found.date is not None
+                and msg.date is not None
+                and found.date <= msg.date <= found.date + unthreaded.WINDOW):
+            return found
+        return None
+    return None
 
 
 def _add_to_kin(kin_groups: list[list[ThreadMessage]], chain: list[ThreadMessage]) -> None:

@@ -563,6 +563,24 @@ def test_a_later_run_renumbered_in_reply_to_the_cover_letter_is_a_posting_of_its
     assert found([*april, corrected]) == [(1, "a0", ["a0", "a14", "b15", "a36"])]
 
 
+def test_patches_replying_to_a_rewritten_id_go_with_the_cover_letter_they_name():
+    """Outlook's servers give each mail a Message-ID of their own: Jonas Karlman's `[PATCH
+    02/15]`..`04/15` replied to the id their `git send-email` run gave `01/15`, which no archive
+    holds, and named the cover letter in References (linux-rockchip). Before, each such run
+    was an incomplete posting of its own and the version was never tested (rule 3)."""
+    letter = cover("c0", 3)
+    first = msg("p1", "c0", counter=1, total=3)
+    rest = [msg(f"p{i}", "gone-1", refs=("c0",), counter=i, total=3) for i in (2, 3)]
+    assert found([letter, first, *rest]) == [(1, "c0", ["c0", "p1", "p2", "p3"])]
+    # a letter sent days before them, or another posting's patch nearer: they hang as before
+    old = dataclasses.replace(letter, date=first.date - dt.timedelta(days=2))
+    assert found([old, first, *rest])[1:] == [(1, None, ["p2", "p3"])]
+    nearer = msg("q1", "c0", counter=1, total=3)
+    via_patch = [msg(f"p{i}", "gone-1", refs=("c0", "q1"), counter=i, total=3) for i in (2, 3)]
+    assert found([letter, nearer, *via_patch]) == [
+        (1, "c0", ["c0", "q1"]), (1, None, ["p2", "p3"])]
+
+
 def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_letter():
     """Rule 14: written after its patches and sent in reply to patch 1; or sent among them by
     one `git send-email` run given the files in another order, everything in reply to the

@@ -1379,3 +1379,19 @@ def test_a_later_version_renumbered_in_reply_to_the_cover_letter_stays_apart(
     assert shape(versions[msgs_id(april[0])]) == (1, msgs_id(april[0]), ids(april[1:]), True)
     assert shape(versions[None]) == (1, None, ["june-2@example.org", "june-3@example.org"],
                                      False)
+
+
+def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(
+    db, make, ingest_settings
+):
+    """Outlook's servers give each mail sent through them a Message-ID of their own: Jonas
+    Karlman's `[PATCH 02/15]`..`04/15`, sent by one `git send-email` run after `01/15`, replied
+    to the id that run gave `01/15`, which no archive holds, and named the cover letter in
+    References (linux-rockchip). Before, the version was five incomplete postings."""
+    sent = make(SeriesSpec(title="Support more HDMI modes", patches=3))
+    rewritten = [*sent[:2]] + [
+        with_header(with_header(raw, "In-Reply-To", "<20200106204723.5889-1-jonas@example.org>"),
+                    "References", f"<{msgs_id(sent[0])}>") for raw in sent[2:]]
+    store(db, rewritten, ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (1, msgs_id(sent[0]), ids(sent[1:]), True)
