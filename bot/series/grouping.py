@@ -731,11 +731,12 @@ def _one_number_sent(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
     new group, by its name."""
     notes: dict[str, str] = {}
     for anchor, group in list(groups.items()):
+        if (len(group) < 2 or group[0].total < 2
+                or any(m.kind != "patch" or m.counter != group[0].counter for m in group)):
+            continue  # most groups: not sorted again on every batch
         group = sorted(group, key=_by_date)
         first = group[0]
-        if (len(group) < 2 or first.total < 2
-                or any(m.kind != "patch" or m.counter != first.counter
-                       or not _one_send(first, m) for m in group)):
+        if not all(_one_send(first, m) for m in group):
             continue
         titles = {tuple(m.title.split()) for m in group}
         diffs = {m.fingerprint for m in group}
