@@ -136,7 +136,13 @@ from bot.db.models import RulesEdition
 # 33: a patch whose parent is missing continues the cover letter its References name next,
 #    sent within the hour before it (Outlook rewrote the ids of a `git send-email` run; rule 3;
 #    linux-rockchip).
-RULES_EDITION = 33
+# 34: the first mail of a `git send-email` run whose Message-ID a server rewrote (Outlook, Amazon
+#    SES) is found again by the id the run's other mails name it by (`<T.PID-1-sender>`): same
+#    sender, about that time, a cover letter or patch 1 of their version and size; the two are
+#    one thread and one posting (`bot.series.rewritten_ids`, rule 3; linux-samsung-soc,
+#    linux-wireless, alsa-devel). A reparse regroups the threads that hold both already; the
+#    threads stored apart stay apart until a new ingest.
+RULES_EDITION = 34
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

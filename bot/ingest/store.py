@@ -51,6 +51,7 @@ from bot.ingest.serial import ingest_transaction
 from bot.ingest.sources import MboxFile, RawMail
 from bot.ingest.storable import clean_text
 from bot.ingest.upkeep import StatisticsUpkeep
+from bot.series import rewritten_ids
 from bot.series.assemble import update_series
 from bot.series.parts import ASSEMBLED_KINDS, ThreadMessage, thread_message
 from bot.series.reused_ids import Carrier, part_of
@@ -175,6 +176,19 @@ def _thread_message(row: MessageRow, references: list[str]) -> ThreadMessage:
     # `files` as `message_row` wrote it: orjson writes no list shorter than "[]"
     return thread_message({**row._asdict(), "references": references,
                            "prefixes": orjson.loads(row.prefixes), "has_diff": row.files != "[]"})
+
+
+def _run_parts(with_refs: list[tuple[MessageRow, list[str]]]) -> list[ThreadMessage]:
+    """The batch's parts of `git send-email` runs whose ids a server may have rewritten
+    (`rewritten_ids.window`), less those that reply to a mail of the batch: sorted out on the
+    rows first, as most patches are."""
+    msgids = {row.msgid for row, _ in with_refs}
+    runs = (_thread_message(row, refs) for row, refs in with_refs
+            if row.kind in ("cover", "patch") and row.total > 1 and (
+                row.counter <= 1 or not row.in_reply_to
+                or row.in_reply_to not in msgids and rewritten_ids.run_start(row.in_reply_to)
+            ))  # fmt: skip
+    return [p for p in runs if rewritten_ids.window(p) is not None]
 
 
 def _store_quarantine(session: Session, rows: list[dict], summary: IngestSummary) -> None:
@@ -343,7 +357,8 @@ def _store_rows(session: Session, batch: PreparedBatch, lists: ListResolver) -> 
         parts = [p for p in candidates if is_unthreaded_part(p)]
         copies = [row for row in new if row.claimed_msgid]
         claimed = {row.claimed_msgid for row in copies}
-        threads = ThreadIndex(session, [row.msgid for row in new], related, parts, claimed)
+        threads = ThreadIndex(session, [row.msgid for row in new], related, parts, claimed,
+                              _run_parts(with_refs))
         for row, refs in with_refs:
             threads.assign(row.msgid, row.in_reply_to, refs, row.date)
             if row.claimed_msgid or row.msgid in claimed:  # a carrier of an id several carry

@@ -26,7 +26,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    Message-ID of their own, so Jonas Karlman's `[PATCH 02/15]`..`04/15`, sent by one `git
    send-email` run after `01/15`, replied to the id that run gave `01/15`, which no archive
    holds, and named the cover letter in References (linux-rockchip: a whole version read as
-   five incomplete postings).
+   five incomplete postings). Or unless the message they reply to is the first of their run
+   under the id `git send-email` gave it, which a server rewrote (`rewritten_ids`: their
+   sender's cover letter or patch of their version and size, with a lower number, dated
+   about the time the id gives, and `ThreadIndex` put it in their thread): Chris Morgan's
+   rk817 codec `[PATCH v4 2/3]` and `3/3` replied to the id of `1/3`, Jonathan Bakker's
+   patches to the id of their cover letter (alsa-devel, linux-samsung-soc).
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
    version's cover letter or patch, or to a review) are one posting per author, version, size
    and RESEND flag, with the cover letter of that key that shares their parent or has no
@@ -171,7 +176,7 @@ from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
 from bot.mail.subject import point_of, says_fix_up, version_label
-from bot.series import unthreaded
+from bot.series import rewritten_ids, unthreaded
 from bot.series.fix_ups import fix_ups
 from bot.series.parts import ThreadMessage, same_author
 from bot.series.undated import UNDATED_FIRST
@@ -518,8 +523,9 @@ def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict
     for msg in parts:
         hook = msg.hook
         parent = by_id.get(hook) if hook else None
-        if parent is None and hook is not None and msg.kind == "patch":
-            parent = _cover_above(msg, by_id)  # rule 3
+        if parent is None and hook is not None and msg.kind == "patch":  # rule 3
+            parent = _cover_above(msg, by_id) or rewritten_ids.first_mail(
+                hook, msg, by_id.values())
         if msg.kind != "patch" or parent is None or not _continues(msg, parent):
             continue
         # A reference loop (malformed mail) would make a chain without a top: refuse the link.

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from bot.db.models import Message, SeriesVersion, Thread, UnseenMessage
 from bot.db.value_lists import in_param, insert_tuples, sqlite_inserted_ids
-from bot.series import unthreaded
+from bot.series import rewritten_ids, unthreaded
 from bot.series.parts import HAS_DIFF, ThreadMessage, thread_message
 from bot.series.reused_ids import ReusedIds
 
@@ -59,11 +59,14 @@ class ThreadIndex:
         related: Sequence[str],
         unthreaded_parts: Sequence[ThreadMessage] = (),
         claimed: Iterable[str] = (),
+        run_parts: Sequence[ThreadMessage] = (),
     ) -> None:
         """`msgids`: the batch's messages, none of them stored yet (`copies.sort_out` sorted
         out those that are); `related`: the ids they refer to; `unthreaded_parts`: the batch's
         messages that `unthreaded.is_unthreaded_part`; `claimed`: the ids the batch's copies
-        claim (`bot.ingest.copies`), which `reused` then knows."""
+        claim (`bot.ingest.copies`), which `reused` then knows; `run_parts`: the batch's
+        messages that `rewritten_ids.window` places (parts of a `git send-email` run whose
+        ids may have been rewritten)."""
         self.session = session
         conn = session.connection()
         new = set(msgids)
@@ -78,10 +81,17 @@ class ThreadIndex:
         # Ids several mails carry: a reply names the one it could answer (`reused_ids`)
         self.reused = ReusedIds()
         self.thread_of.update(self.reused.load(conn, self.stored, set(claimed)))
+        # The first mails of runs whose ids a server rewrote, by the id their runs gave them
+        # (`rewritten_ids`), and those ids by the mail.
+        self.first_mail: dict[str, str] = {}
+        self.run_ids: dict[str, list[str]] = defaultdict(list)
+        if run_parts:
+            self._find_first_mails(conn, run_parts, new)
         # Ids named before but not stored, the batch's own among them: every thread root that
         # is no stored message is one (a root is the first id its thread's first mail named).
         self.unseen: dict[str, int] = dict(
-            conn.execute(_THREADS_OF_UNSEEN, {"msgids": list(new | set(related))}).all()
+            conn.execute(_THREADS_OF_UNSEEN,
+                         {"msgids": list(new | set(related) | set(self.first_mail))}).all()
         )
         self.recorded = set(self.unseen)  # those with a row
         self.arrived = [msgid for msgid in self.recorded if msgid in new]  # rows to delete
@@ -100,9 +110,11 @@ class ThreadIndex:
                date: dt.datetime | None = None) -> int:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
+        related += [self.first_mail[r] for r in related if r in self.first_mail]
         answered = [self.reused.answered(r, date) for r in related]
         found = {self.thread_of[r] for r in answered if r in self.thread_of}
-        found |= {self.unseen[r] for r in [msgid, *related] if r in self.unseen}
+        names = [msgid, *related, *self.run_ids.get(msgid, ())]
+        found |= {self.unseen[r] for r in names if r in self.unseen}
         part = self.parts.get(msgid)
         if part is not None:
             kin = self.placed[unthreaded.prefix_key(part)]
@@ -122,6 +134,39 @@ class ThreadIndex:
                 self.unseen[r] = thread_id
         self.touched.add(thread_id)
         return thread_id
+
+    def _find_first_mails(
+        self, conn: sa.Connection, run_parts: Sequence[ThreadMessage], new: set[str]
+    ) -> None:
+        """Pair the ids of runs' first mails that the batch's parts name, or that stored parts
+        named before the batch's first mails came, with those mails (`rewritten_ids`)."""
+        # Parts whose run's id is here name no rewritten one.
+        run_parts = [p for p in run_parts if p.hook not in new and p.hook not in self.stored]
+        windows = [w for p in run_parts if (w := rewritten_ids.window(p)) is not None]
+        if not windows:
+            return
+        stored = _stored_within(conn, _STORED_SERIES_PARTS, windows)
+        candidates = [*run_parts, *(part for part, _ in stored)]
+        hanging: dict[str, list[ThreadMessage]] = defaultdict(list)
+        for part in candidates:
+            if part.hook and rewritten_ids.run_start(part.hook) and part.hook not in new:
+                hanging[part.hook].append(part)
+        # An id stored parts named may have arrived since: it is no rewritten one then.
+        named = [run_id for run_id in hanging if run_id not in self.stored]
+        arrived = {msgid for msgid, _ in conn.execute(_THREADS_OF_MESSAGES, {"msgids": named})
+                   } if named else set()
+        for run_id, parts in hanging.items():
+            if run_id in self.stored or run_id in arrived:
+                continue
+            mail = next((m for p in parts if (m := rewritten_ids.first_mail(
+                run_id, p, candidates)) is not None), None)
+            if mail is not None:
+                self.first_mail[run_id] = mail.msgid
+                self.run_ids[mail.msgid].append(run_id)
+        self.thread_of.update(
+            (part.msgid, thread_id) for part, thread_id in stored
+            if part.msgid in self.run_ids
+        )  # fmt: skip
 
     def store_new(self) -> None:
         """Insert the batch's new threads and put their real ids everywhere in this index; store
@@ -194,20 +239,29 @@ _MERGE = (
 def _stored_unthreaded(
     conn: sa.Connection, parts: Iterable[ThreadMessage]
 ) -> list[tuple[ThreadMessage, int]]:
-    """Stored unthreaded parts within `unthreaded.WINDOW` of `parts`, with their threads: one
-    query per stretch of time the parts cover (on the date index), the rest sorted out here."""
+    """Stored unthreaded parts within `unthreaded.WINDOW` of `parts`, with their threads."""
+    windows = [(p.date - unthreaded.WINDOW, p.date + unthreaded.WINDOW)
+               for p in parts if p.date is not None]
+    return [(part, thread_id) for part, thread_id in _stored_within(conn, _STORED_PARTS, windows)
+            if unthreaded.is_unthreaded_part(part)]
+
+
+def _stored_within(
+    conn: sa.Connection, query: sa.Select, windows: Iterable[tuple[dt.datetime, dt.datetime]]
+) -> list[tuple[ThreadMessage, int]]:
+    """The stored messages `query` selects dated within any of `windows`, with their threads:
+    one query per stretch of time the windows cover (on the date index)."""
     spans: list[list[dt.datetime]] = []
-    for date in sorted(p.date for p in parts if p.date is not None):
-        if spans and date - unthreaded.WINDOW <= spans[-1][1]:
-            spans[-1][1] = date + unthreaded.WINDOW
+    for start, end in sorted(windows):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
         else:
-            spans.append([date - unthreaded.WINDOW, date + unthreaded.WINDOW])
+            spans.append([start, end])
     found: list[tuple[ThreadMessage, int]] = []
     for start, end in spans:
-        for row in conn.execute(_STORED_PARTS, {"start": start, "end": end}):
-            part = thread_message(row._mapping)
-            if row.thread_id is not None and unthreaded.is_unthreaded_part(part):
-                found.append((part, row.thread_id))
+        for row in conn.execute(query, {"start": start, "end": end}):
+            if row.thread_id is not None:
+                found.append((thread_message(row._mapping), row.thread_id))
     return found
 
 
@@ -217,9 +271,9 @@ _PART_COLUMNS = (
     Message.version_explicit, Message.counter, Message.total, Message.resend, Message.rfc,
     Message.title, Message.prefixes, Message.patch_fingerprint, HAS_DIFF,
 )  # fmt: skip
-_STORED_PARTS = sa.select(*_PART_COLUMNS).where(
+_STORED_SERIES_PARTS = sa.select(*_PART_COLUMNS).where(
     Message.date.between(sa.bindparam("start"), sa.bindparam("end")),
-    Message.in_reply_to.is_(None),
     Message.kind.in_(("cover", "patch")),
     Message.total > 1,
 )
+_STORED_PARTS = _STORED_SERIES_PARTS.where(Message.in_reply_to.is_(None))

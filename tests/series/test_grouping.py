@@ -581,6 +581,53 @@ def test_patches_replying_to_a_rewritten_id_go_with_the_cover_letter_they_name()
         (1, "c0", ["c0", "q1"]), (1, None, ["p2", "p3"])]
 
 
+def run_id(first: ThreadMessage, pid: int = 4242) -> str:
+    """The id `git send-email` gave the first mail of its run: when it began sending (a second
+    a file after the first mail's Date), its process id and its sender."""
+    assert first.date is not None
+    when = first.date + dt.timedelta(seconds=first.total)
+    return f"{when:%Y%m%d%H%M%S}.{pid}-1-{first.author}"
+
+
+def test_patches_replying_to_the_id_their_run_gave_its_first_mail_go_with_it():
+    """Outlook rewrites the Message-ID of every mail sent through it: Jonathan Bakker's cover
+    letters (linux-samsung-soc) came under Outlook's ids and their patches in reply to the id
+    `git send-email` gave them; Chris Morgan's rk817 codec `[PATCH v4 2/3]` and `3/3`
+    (alsa-devel), sent without one, to the id of `1/3`. Before, the letter was in no version
+    (the version named by patch 1's title), and 1/3 and 2/3..3/3 two incomplete postings."""
+    letter = cover("BN6PR04MB0660@outlook.com", 3)
+    patches = [msg(f"p{i}", run_id(letter), counter=i, total=3) for i in (1, 2, 3)]
+    assert found([letter, *patches]) == [(1, letter.msgid, [letter.msgid, "p1", "p2", "p3"])]
+    one = msg("CY4PR04MB0567@outlook.com", counter=1, total=3)
+    rest = [msg(f"q{i}", run_id(one), counter=i, total=3) for i in (2, 3)]
+    assert found([one, *rest]) == [(1, None, [one.msgid, "q2", "q3"])]
+    # the old form of send-email's ids (before git 2.9): seconds since 1970
+    stamp = int(letter.date.timestamp()) + 3
+    old = [msg(f"r{i}", f"{stamp}-77-1-git-send-email-ada@example.org", counter=i, total=3)
+           for i in (1, 2, 3)]
+    assert found([letter, *old]) == [(1, letter.msgid, [letter.msgid, "r1", "r2", "r3"])]
+
+
+def test_a_mail_the_id_of_a_run_does_not_name_is_not_its_first():
+    """Another sender, size or version, a mail dated away from the time the id gives, or one
+    under send-email's own id (not rewritten, so not the mail the id names): patch 1 and the
+    patches hanging from the id stay two postings, as before."""
+    one = msg("CY4PR04MB0567@outlook.com", counter=1, total=3)
+    gone = run_id(one)
+    others = [
+        dataclasses.replace(one, author="rita@example.org", author_name="Rita"),
+        dataclasses.replace(one, total=4),
+        dataclasses.replace(one, version=2, version_explicit=True),
+        dataclasses.replace(one, date=one.date + dt.timedelta(minutes=20)),
+        dataclasses.replace(one, date=one.date - dt.timedelta(minutes=20)),
+        dataclasses.replace(one, msgid="20261130100003.99-1-ada@example.org"),
+    ]
+    rest = [msg(f"q{i}", gone, counter=i, total=3) for i in (2, 3)]
+    for other in others:
+        assert sorted(p.members for p in group_postings([other, *rest])) == [
+            [other.msgid], ["q2", "q3"]], other
+
+
 def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_letter():
     """Rule 14: written after its patches and sent in reply to patch 1; or sent among them by
     one `git send-email` run given the files in another order, everything in reply to the

@@ -42,6 +42,7 @@ from tests.series.mailing import (
     send_email,
     sent_as_addition,
     store,
+    thread_partition,
     untagged,
     with_body,
     with_header,
@@ -1379,6 +1380,54 @@ def test_a_later_version_renumbered_in_reply_to_the_cover_letter_stays_apart(
     assert shape(versions[msgs_id(april[0])]) == (1, msgs_id(april[0]), ids(april[1:]), True)
     assert shape(versions[None]) == (1, None, ["june-2@example.org", "june-3@example.org"],
                                      False)
+
+
+def rewritten(sent: list[bytes], server_id: str) -> list[bytes]:
+    """A `git send-email` run sent through Outlook: the first mail under the server's id, the
+    others in reply to the id send-email gave it (its sending time, a process id, the sender)."""
+    first = parsedate_to_datetime(header(sent[0], "Date")).astimezone(dt.UTC)
+    sender = re.search(r"<(.+)>", header(sent[0], "From"))[1]
+    run_id = f"<{first + dt.timedelta(seconds=len(sent)):%Y%m%d%H%M%S}.6429-1-{sender}>"
+    rest = [with_header(with_header(raw, "In-Reply-To", run_id), "References", run_id)
+            for raw in sent[1:]]
+    return [with_header(sent[0], "Message-ID", f"<{server_id}>"), *rest]
+
+
+@pytest.mark.parametrize("arrival", ["together", "first mail first", "first mail last"])
+def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_its(
+    db, make, ingest_settings, arrival
+):
+    """Outlook rewrites the Message-ID of every mail sent through it, and `git send-email`
+    threads a run under the id it gave the first mail: Jonathan Bakker's cover letters
+    (linux-samsung-soc) came under Outlook's ids and their patches in reply to ids no archive
+    holds; Chris Morgan's rk817 codec v4..v6 (alsa-devel), sent without a cover letter, had 1/3
+    in one thread and 2/3, 3/3 in another. Before, each was two threads: a version without its
+    cover letter (named by patch 1's title, the letter in no version), or two incomplete ones.
+    Whichever arrives first, in one batch or two."""
+    with_letter = rewritten(make(SeriesSpec(title="S5PV210 and Aries DTS improvements")),
+                            "BN6PR04MB0660A@BN6PR04MB0660.namprd04.prod.outlook.com")
+    without = rewritten(make(SeriesSpec(title="Add Rockchip rk817 audio CODEC", cover=False,
+                                        start_date=DEFAULT_START + dt.timedelta(days=1))),
+                        "CY4PR04MB0567B@CY4PR04MB0567.namprd04.prod.outlook.com")
+    # another sender's run through Outlook in the same minutes: a thread of its own
+    beside = rewritten(make(SeriesSpec(title="Exynos DTS improvements",
+                                       author=("Rita Writeback", "rita@example.org"))),
+                       "BN6PR04MB0660R@BN6PR04MB0660.namprd04.prod.outlook.com")
+    for sent in (with_letter, without, beside):
+        if arrival == "together":
+            store(db, sent, ingest_settings)
+        elif arrival == "first mail first":
+            store(db, sent[:1], ingest_settings)
+            store(db, sent[1:], ingest_settings)
+        else:
+            store(db, sent[1:], ingest_settings)
+            store(db, sent[:1], ingest_settings)
+    assert {frozenset(ids(sent)) for sent in (with_letter, without, beside)} <= thread_partition(db)
+    assert [[shape(v) for v in s["versions"]] for s in all_series(db)] == [
+        [(1, msgs_id(with_letter[0]), ids(with_letter[1:]), True)],
+        [(1, None, ids(without), True)],
+        [(1, msgs_id(beside[0]), ids(beside[1:]), True)],
+    ]
 
 
 def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(

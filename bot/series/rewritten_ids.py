@@ -1,0 +1,88 @@
+"""Ids a mail server rewrote: the first mail of a `git send-email` run, which the run's other
+mails name by the id send-email gave it. Pure functions, used twice: by `ThreadIndex` to put
+the two in one thread, and by `group_postings` (rule 3) to read the other mails as replies to it.
+
+Outlook's servers, and Amazon SES (which Codeaurora sent through), give every mail sent
+through them a Message-ID of their own. `git send-email` threads a run's mails under the id
+it gave the first (`<20200426022650.10355-1-xc-racer2@live.ca>`: the time the run began
+sending, its process id, the mail's place in the run and the sender's address), so the cover
+letter arrives under the server's id and its patches in reply to an id no archive holds: two
+threads, a version without its cover letter, or one split in two (linux-samsung-soc,
+linux-wireless, alsa-devel: Jonathan Bakker's, Shiji Yang's, Chris Morgan's series).
+
+The id says enough to find its mail: sent by that address, about that time (send-email dates
+its mails from one second a file before it began, and SES dated them when it sent them on),
+under an id that is not send-email's, and the run's first in their series: its cover letter,
+or patch 1 of a series sent without one (same version and size).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable
+
+from bot.series.parts import ThreadMessage
+
+# send-email's ids since git 2.9 (`<YYYYmmddHHMMSS.PID-N-address>`, the time in UTC), and
+# before (`<EPOCH-PID-N-git-send-email-address>`): the first mail of a run is N = 1.
+_RUN_FIRST = re.compile(r"(\d{14})\.\d+-1-(\S+@\S+)|(\d{9,10})-\d+-1-git-send-email-(\S+@\S+)")
+_SEND_EMAIL = re.compile(r"\d{14}\.\d+-\d+-|\d{9,10}-\d+-\d+-git-send-email-")
+# How far the first mail's Date may be from the time in the id: send-email dates a run's mails
+# from one second a file before it starts sending, a relay may date them when it sends them on.
+BEFORE = dt.timedelta(minutes=10)
+AFTER = dt.timedelta(minutes=2)
+
+
+def run_start(msgid: str) -> tuple[dt.datetime, str] | None:
+    """When a `git send-email` run began sending and its sender's address (lower-cased), from
+    the id it gave its first mail; None for any other id."""
+    match = _RUN_FIRST.fullmatch(msgid)
+    if match is None:
+        return None
+    try:
+        if match[1]:
+            when = dt.datetime.strptime(match[1], "%Y%m%d%H%M%S").replace(tzinfo=dt.UTC)
+            return when, match[2].lower()
+        return dt.datetime.fromtimestamp(int(match[3]), dt.UTC), match[4].lower()
+    except (ValueError, OverflowError):  # a stamp that is no time: not send-email's
+        return None
+
+
+def may_be_first(msg: ThreadMessage) -> bool:
+    """Whether a mail may be the first of a run whose id was rewritten: a cover letter or patch
+    1 of a series, under an id send-email did not give."""
+    return (msg.kind in ("cover", "patch") and msg.counter <= 1 and msg.total > 1
+            and _SEND_EMAIL.match(msg.msgid) is None)
+
+
+def first_mail(
+    run_id: str, part: ThreadMessage, candidates: Iterable[ThreadMessage]
+) -> ThreadMessage | None:
+    """The mail `part` names as `run_id`, the first of its run, among `candidates`: a cover
+    letter or patch 1 (`may_be_first`) of `part`'s sender, series version and size, before
+    `part` in it, dated about the time `run_id` gives; the nearest to it if several are."""
+    start = run_start(run_id)
+    if start is None or part.author != start[1] or part.kind != "patch":
+        return None
+    when = start[0]
+    found = [
+        m for m in candidates
+        if m.author == part.author and m.date is not None
+        and when - BEFORE <= m.date <= when + AFTER
+        and m.version == part.version and m.total == part.total and m.counter < part.counter
+        and may_be_first(m)
+    ]  # fmt: skip
+    return min(found, key=lambda m: (abs(m.date - when), m.msgid), default=None)  # type: ignore[operator]
+
+
+def window(msg: ThreadMessage) -> tuple[dt.datetime, dt.datetime] | None:
+    """The dates within which the other mails of `msg`'s run, or its run's first, were sent:
+    around the time its hook's id gives when that is a run's first, else around its own date
+    when it may be one."""
+    start = run_start(msg.hook) if msg.hook else None
+    if start is not None:
+        return start[0] - BEFORE, start[0] + AFTER
+    if msg.date is not None and may_be_first(msg):
+        return msg.date - AFTER, msg.date + BEFORE
+    return None
