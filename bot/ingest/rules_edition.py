@@ -142,7 +142,10 @@ from bot.db.models import RulesEdition
 #    one thread and one posting (`bot.series.rewritten_ids`, rule 3; linux-samsung-soc,
 #    linux-wireless, alsa-devel). A reparse regroups the threads that hold both already; the
 #    threads stored apart stay apart until a new ingest.
-RULES_EDITION = 34
+# 35: a later run that sends again every number a posting holds, each patch in reply to the one
+#    it replaces or to a review of it, is a posting of its own, not corrections (rule 12;
+#    linux-usb, driverdev-devel).
+RULES_EDITION = 35
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

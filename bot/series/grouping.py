@@ -106,7 +106,10 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    holds at another number: renumbered, a list's share of a later version (Nikita Shubin's
    ep93xx conversion on linux-pwm: June's `[PATCH v1 15/43]`, `16/43` and `37/43`, in reply
    to April's `[PATCH 00/43]`, are April's 14/43, 15/43 and 36/43 moved on by one, and took
-   their places as corrections).
+   their places as corrections). So is a later run that sends again every number a posting
+   holds, each patch in reply to the one it replaces or to a review of it, with or without a
+   cover letter (the ax88179_178a fixes on linux-usb, four months on; Xin Ji's anx7625 v11
+   share of driverdev-devel, two months on).
 13. A cover letter sent again under the Message-ID of an earlier posting's (Jan Kara keeps his
    cover letters' ids from one version to the next: `[PATCH v4 0/29]` under v3's id) is kept as
    a copy in a thread of its own (`bot.ingest.copies`), while the patches sent with it reply to
@@ -328,6 +331,7 @@ def group_postings(
     late = _late_covers(groups, by_id)  # rule 14
     retitled = _retitled_covers(groups, by_id)  # rule 15
     again = _sent_again(groups, resent_covers or {})  # rules 12 and 13
+    again.update(_resent_runs(groups))  # rule 12, patch by patch
     fixes = fix_ups(groups)  # rule 16
     fixing = {msgid for found in fixes.values() for msgid in found}
     groups = {a: g for a, g in groups.items() if g[0].msgid not in fixing}
@@ -663,12 +667,7 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
                           and c.counter == 0 and c.total == cover.total and c.date is not None
                           and same_author(c, cover)), key=_by_date)
         numbers = set(range(1, cover.total + 1))
-        runs: list[list[ThreadMessage]] = []  # patches each sent within minutes of the last
-        for msg in sorted((m for m in group if m.kind == "patch"), key=_by_date):
-            if runs and _one_send(runs[-1][-1], msg):
-                runs[-1].append(msg)
-            else:
-                runs.append([msg])
+        runs = _runs(group)
         whole = [run for run in runs if numbers <= {m.counter for m in run}]
         for run in runs:
             if _one_send(cover, run[0]):  # its own run, or the same run again (rule 9)
@@ -695,6 +694,54 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
                     f"sent later in reply to the cover letter {cover.msgid} of an earlier "
                     f"posting, renumbered ({moved}): a posting of its own")
     return notes
+
+
+def _runs(group: list[ThreadMessage]) -> list[list[ThreadMessage]]:
+    """The group's patches by run, in order of date: each sent within minutes of the last."""
+    runs: list[list[ThreadMessage]] = []
+    for msg in sorted((m for m in group if m.kind == "patch"), key=_by_date):
+        if runs and _one_send(runs[-1][-1], msg):
+            runs[-1].append(msg)
+        else:
+            runs.append([msg])
+    return runs
+
+
+def _resent_runs(groups: dict[str, list[ThreadMessage]]) -> dict[str, str]:
+    """Rule 12, patch by patch: a later run that sends again every number a group holds, its
+    patches in reply to those they replace or to reviews of them (there they are groups of
+    their own, sent within minutes of the rest), is a group of its own, not corrections. The
+    note for each new group, by its name."""
+    notes: dict[str, str] = {}
+    for anchor in list(groups):
+        group = groups.get(anchor)
+        if group is None:  # taken into a run already
+            continue
+        start = min(group, key=_by_date)
+        for run in _runs(group)[1:]:
+            if _one_send(start, run[0]):
+                continue
+            others = [a for a, g in groups.items() if a != anchor and _of_run(g, run)]
+            sent = [*run, *(m for a in others for m in groups[a])]
+            held = {m.counter for m in groups[anchor] if m.kind == "patch" and m not in run}
+            if len(held) < 2 or not held <= {m.counter for m in sent}:
+                continue
+            groups[anchor] = [m for m in groups[anchor] if m not in run]
+            for other in others:
+                del groups[other]
+            named = _first_patch(sent).msgid
+            groups[named] = sorted(sent, key=_by_date)
+            notes[named] = (f"every patch of the posting {anchor} was sent again by a later "
+                            "run: a posting of its own")
+    return notes
+
+
+def _of_run(group: list[ThreadMessage], run: list[ThreadMessage]) -> bool:
+    """Whether a group is patches of `run`'s author and key, sent within minutes of it."""
+    return bool(group) and all(
+        m.kind == "patch" and m.key == run[0].key and same_author(m, run[0])
+        and any(_one_send(m, r) for r in run) for m in group
+    )
 
 
 def _renumbered(run: list[ThreadMessage], group: list[ThreadMessage]) -> str:

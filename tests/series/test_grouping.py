@@ -688,6 +688,40 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_replaces_it():
         assert found([*thread, other])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])
 
 
+def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_its_own():
+    """Rule 12, patch by patch: four months after his `[PATCH 1/3]`..`3/3` (no cover letter),
+    the author of the ax88179_178a fixes sent all three again by one run, 2/3 and 3/3 in reply
+    to the patches they replace and 1/3 in reply to a review (linux-usb); Xin Ji's anx7625 v11
+    share of a list (2/4..4/4) came again two months on, each in reply to its own
+    (driverdev-devel). Before, the later patches took the earlier ones' places as corrections
+    (or some did): a version tested before would hold patches it was not sent with."""
+    def later(m: ThreadMessage, msgid: str, reply: str, days: int = 120) -> ThreadMessage:
+        again = msg(msgid, reply, counter=m.counter, total=m.total)
+        return dataclasses.replace(again, date=again.date + dt.timedelta(days=days),
+                                   title=m.title, fingerprint=f"new diff of {m.msgid}")
+
+    def diff(m: ThreadMessage) -> ThreadMessage:
+        return dataclasses.replace(m, fingerprint=f"diff of {m.msgid}")
+
+    first = [diff(msg("p1", counter=1, total=3)), diff(msg("p2", "p1", counter=2, total=3)),
+             diff(msg("p3", "p1", counter=3, total=3))]
+    review = msg("r1", "p1", kind="review", author="rita@example.org", name="Rita")
+    resent = [later(first[0], "q1", "r1"), later(first[1], "q2", "p2"),
+              later(first[2], "q3", "p3")]
+    postings = group_postings([*first, review, *resent])
+    assert [(p.cover, p.members) for p in postings] == [
+        (None, ["p1", "p2", "p3"]), (None, ["q1", "q2", "q3"])]
+    assert postings[1].notes == [
+        "every patch of the posting p1 was sent again by a later run: a posting of its own"]
+    # a list's share of a posting with a cover letter: 2/4..4/4, each in reply to its own
+    share = [cover("a0", 4), *(diff(msg(f"a{i}", "a0", counter=i, total=4)) for i in (2, 3, 4))]
+    again = [later(m, f"b{m.counter}", m.msgid, days=70) for m in share[1:]]
+    assert found([*share, *again]) == [(1, "a0", ["a0", "a2", "a3", "a4"]),
+                                       (1, None, ["b2", "b3", "b4"])]
+    # fewer than every number the posting holds stay corrections (rule 9)
+    assert found([*share, *again[:2]]) == [(1, "a0", ["a0", "b2", "b3", "a4"])]
+
+
 def test_a_resend_cover_letter_takes_strays_that_left_resend_off_only_from_its_run():
     """Patches of v2 that continue nothing (sent in reply to v1's letter) are the RESEND v2
     letter's when one run sent them with it; v2 sent days before the letter is not its."""

@@ -1430,6 +1430,32 @@ def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_it
     ]
 
 
+def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_its_own(
+    db, make, ingest_settings
+):
+    """Four months after his `[PATCH 1/3]`..`3/3`, the author of the ax88179_178a fixes
+    (linux-usb) sent all three again, changed, by one run: 2/3 and 3/3 in reply to the
+    patches they replace, 1/3 in reply to a review. Before, the later 2/3 and 3/3 took the
+    earlier ones' places as corrections, a version tested before holding patches it was not
+    sent with, and the later 1/3 was an incomplete version of its own."""
+    spec = SeriesSpec(title="ax88179_178a: improve tx stability", cover=False)
+    first = make(spec)
+    review = make_reply(first[0], author=("Rita Reviewer", "rita@example.org"), body="Why?")
+    later = make(dataclasses.replace(spec, same_changes_as=spec, revised=(1, 2, 3),
+                                     start_date=spec.date + dt.timedelta(days=120)))
+    parents = [review, *first[1:]]
+    later = [with_header(with_header(raw, "In-Reply-To", reply_to([parent])), "References",
+                         f"{reply_to(first)} {reply_to([parent])}")
+             for raw, parent in zip(later, parents, strict=True)]
+    store(db, [*first, review, *later], ingest_settings)
+    (series,) = all_series(db)
+    assert [shape(v) for v in series["versions"]] == [
+        (1, None, ids(first), True), (1, None, ids(later), True)]
+    assert series["versions"][1]["notes"] == [
+        f"every patch of the posting {msgs_id(first[0])} was sent again by a later run: a "
+        "posting of its own"]
+
+
 def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(
     db, make, ingest_settings
 ):
