@@ -61,7 +61,11 @@ def first_mail(
 ) -> ThreadMessage | None:
     """The mail `part` names as `run_id`, the first of its run, among `candidates`: a cover
     letter or patch 1 (`may_be_first`) of `part`'s sender, series version and size, before
-    `part` in it, dated about the time `run_id` gives; the nearest to it if several are."""
+    `part` in it, dated about the time `run_id` gives. Where there are both, the one dated
+    nearest to `part`: patch 1 for the later patches of a run that sent a cover letter (patch
+    1 goes to the letter in its turn), and for those of a run that sent no patch 1 or letter
+    of its own, after the run that did (one run a patch or a few, each run's in reply to the
+    first of the run before)."""
     start = run_start(run_id)
     if start is None or part.author != start[1] or part.kind != "patch":
         return None
@@ -73,7 +77,8 @@ def first_mail(
         and m.version == part.version and m.total == part.total and m.counter < part.counter
         and may_be_first(m)
     ]  # fmt: skip
-    return min(found, key=lambda m: (abs(m.date - when), m.msgid), default=None)  # type: ignore[operator]
+    return min(found, key=lambda m: (abs(m.date - part.date), m.counter, m.msgid),  # type: ignore[operator]
+               default=None)
 
 
 def window(msg: ThreadMessage) -> tuple[dt.datetime, dt.datetime] | None:

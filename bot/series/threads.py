@@ -82,8 +82,9 @@ class ThreadIndex:
         self.reused = ReusedIds()
         self.thread_of.update(self.reused.load(conn, self.stored, set(claimed)))
         # The first mails of runs whose ids a server rewrote, by the id their runs gave them
-        # (`rewritten_ids`), and those ids by the mail.
-        self.first_mail: dict[str, str] = {}
+        # (`rewritten_ids`: a run's later parts may name patch 1, and patch 1 the cover letter),
+        # and those ids by the mail.
+        self.first_mail: dict[str, list[str]] = defaultdict(list)
         self.run_ids: dict[str, list[str]] = defaultdict(list)
         if run_parts:
             self._find_first_mails(conn, run_parts, new)
@@ -110,7 +111,7 @@ class ThreadIndex:
                date: dt.datetime | None = None) -> int:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
-        related += [self.first_mail[r] for r in related if r in self.first_mail]
+        related += [mail for r in related for mail in self.first_mail.get(r, ())]
         answered = [self.reused.answered(r, date) for r in related]
         found = {self.thread_of[r] for r in answered if r in self.thread_of}
         names = [msgid, *related, *self.run_ids.get(msgid, ())]
@@ -158,11 +159,13 @@ class ThreadIndex:
         for run_id, parts in hanging.items():
             if run_id in self.stored or run_id in arrived:
                 continue
-            mail = next((m for p in parts if (m := rewritten_ids.first_mail(
-                run_id, p, candidates)) is not None), None)
-            if mail is not None:
-                self.first_mail[run_id] = mail.msgid
-                self.run_ids[mail.msgid].append(run_id)
+            # every mail the parts name, so that the threads joined do not depend on which
+            # part of the run came first
+            mails = {m.msgid for p in parts
+                     if (m := rewritten_ids.first_mail(run_id, p, candidates)) is not None}
+            for msgid in sorted(mails):
+                self.first_mail[run_id].append(msgid)
+                self.run_ids[msgid].append(run_id)
         self.thread_of.update(
             (part.msgid, thread_id) for part, thread_id in stored
             if part.msgid in self.run_ids

@@ -1384,16 +1384,18 @@ def test_a_later_version_renumbered_in_reply_to_the_cover_letter_stays_apart(
 
 def rewritten(sent: list[bytes], server_id: str) -> list[bytes]:
     """A `git send-email` run sent through Outlook: the first mail under the server's id, the
-    others in reply to the id send-email gave it (its sending time, a process id, the sender)."""
-    first = parsedate_to_datetime(header(sent[0], "Date")).astimezone(dt.UTC)
+    others in reply to the id send-email gave it (its sending time, a process id, the sender):
+    send-email dates the run's mails from before it starts, the last about when it starts."""
+    last = parsedate_to_datetime(header(sent[-1], "Date")).astimezone(dt.UTC)
     sender = re.search(r"<(.+)>", header(sent[0], "From"))[1]
-    run_id = f"<{first + dt.timedelta(seconds=len(sent)):%Y%m%d%H%M%S}.6429-1-{sender}>"
+    run_id = f"<{last + dt.timedelta(seconds=1):%Y%m%d%H%M%S}.6429-1-{sender}>"
     rest = [with_header(with_header(raw, "In-Reply-To", run_id), "References", run_id)
             for raw in sent[1:]]
     return [with_header(sent[0], "Message-ID", f"<{server_id}>"), *rest]
 
 
-@pytest.mark.parametrize("arrival", ["together", "first mail first", "first mail last"])
+@pytest.mark.parametrize("arrival", ["together", "newest first", "first mail first",
+                                     "first mail last"])
 def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_its(
     db, make, ingest_settings, arrival
 ):
@@ -1416,6 +1418,8 @@ def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_it
     for sent in (with_letter, without, beside):
         if arrival == "together":
             store(db, sent, ingest_settings)
+        elif arrival == "newest first":  # an archive read backwards
+            store(db, sent[::-1], ingest_settings)
         elif arrival == "first mail first":
             store(db, sent[:1], ingest_settings)
             store(db, sent[1:], ingest_settings)
