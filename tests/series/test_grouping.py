@@ -608,6 +608,27 @@ def test_patches_replying_to_the_id_their_run_gave_its_first_mail_go_with_it():
     assert found([letter, *old]) == [(1, letter.msgid, [letter.msgid, "r1", "r2", "r3"])]
 
 
+def test_runs_of_a_patch_or_a_few_each_in_reply_to_the_run_before_are_one_posting():
+    """Jonathan Bakker sent his onenand series through Outlook by hand, a run a patch or a
+    few, each with `--in-reply-to` the first mail of the run before (linux-samsung-soc): 2/5
+    replied to the id of 1/5's run, 3/5..5/5 to the id of their own run's first, 2/5, which is
+    no cover letter or patch 1. They go with the patch 1 dated nearest, and it with the letter
+    (rule 4: 1/5 replied to an id of the letter's run that no archive holds)."""
+    when = START + dt.timedelta(days=400)
+
+    def sent(m: ThreadMessage, seconds: int) -> ThreadMessage:
+        return dataclasses.replace(m, date=when + dt.timedelta(seconds=seconds))
+
+    letter = sent(cover("CY4PR04MB0567C@outlook.com", 5), 0)
+    one = sent(msg("CY4PR04MB0567P1@outlook.com", "20261130100005.1-2-ada@example.org",
+                   counter=1, total=5), 133)
+    two = sent(msg("CY4PR04MB0567P2@outlook.com", run_id(one, 2), counter=2, total=5), 188)
+    rest = [sent(msg(f"CY4PR04MB0567P{i}@outlook.com", f"{two.date:%Y%m%d%H%M%S}.3-1-ada@"
+                     "example.org", counter=i, total=5), 186 + i) for i in (3, 4, 5)]
+    (posting,) = group_postings([letter, one, two, *rest])
+    assert (posting.cover, posting.complete) == (letter.msgid, True)
+
+
 def test_a_mail_the_id_of_a_run_does_not_name_is_not_its_first():
     """Another sender, size or version, a mail dated away from the time the id gives, or one
     under send-email's own id (not rewritten, so not the mail the id names): patch 1 and the
