@@ -145,7 +145,10 @@ from bot.db.models import RulesEdition
 # 35: a later run that sends again every number a posting holds, each patch in reply to the one
 #    it replaces or to a review of it, is a posting of its own, not corrections (rule 12;
 #    linux-usb, driverdev-devel).
-RULES_EDITION = 35
+# 36: patches of one run hanging from one missing message, or strays, that disagree on RESEND
+#    are one posting, as rule 1 lets siblings disagree (`[PATCH v5 1/6]` with `[RESEND PATCH
+#    v5 2/6]`..; alsa-devel).
+RULES_EDITION = 36
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

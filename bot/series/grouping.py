@@ -28,8 +28,8 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    holds, and named the cover letter in References (linux-rockchip: a whole version read as
    five incomplete postings). Or unless the message they reply to is the first of their run
    under the id `git send-email` gave it, which a server rewrote (`rewritten_ids`: their
-   sender's cover letter or patch of their version and size, with a lower number, dated
-   about the time the id gives, and `ThreadIndex` put it in their thread): Chris Morgan's
+   sender's cover letter or patch 1 of their version and size, before them, dated about the
+   time the id gives, the nearest to them; `ThreadIndex` put it in their thread): Chris Morgan's
    rk817 codec `[PATCH v4 2/3]` and `3/3` replied to the id of `1/3`, Jonathan Bakker's
    patches to the id of their cover letter (alsa-devel, linux-samsung-soc).
 4. Numbered patches that continue nothing in the thread (*strays*: sent in reply to another
@@ -37,7 +37,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    and RESEND flag, with the cover letter of that key that shares their parent or has no
    patches of its own; a RESEND cover letter also takes the strays of its key that left RESEND
    off, sent with it (linux-btrfs: `[RESEND PATCH v2 0/2]` and `[PATCH v2 1/2]`.., all in
-   reply to the stale v1 letter the same run sent first). A stray without a counter
+   reply to the stale v1 letter the same run sent first). Strays, or patches hanging from one
+   message (rule 3), of one run that disagree on RESEND are one posting, as siblings may (AMD's
+   `[PATCH v5 1/6]` with `[RESEND PATCH v5 2/6]`.., alsa-devel). A stray without a counter
    (`[PATCH]`) is a posting of its own: a fix-up sent in reply to a numbered series is not
    its patch 1. It takes only such a cover letter (`[PATCH v2 0/1]`), or the letter it replies
    to when that numbers no patches (a diffstat sent as `[PATCH v2] title`, a `[PATCHSET
@@ -564,10 +566,15 @@ def _cover_above(msg: ThreadMessage, by_id: dict[str, ThreadMessage]) -> ThreadM
 
 
 def _add_to_kin(kin_groups: list[list[ThreadMessage]], chain: list[ThreadMessage]) -> None:
-    """Put `chain` with the group of the same author and key, or start a group."""
+    """Put `chain` with the group of the same author and key, or start a group. RESEND left off
+    some patches of one run does not part them (rule 1)."""
     head = chain[0]
     for group in kin_groups:
-        if group[0].key == head.key and same_author(group[0], head):
+        if not same_author(group[0], head):
+            continue
+        if group[0].key == head.key or (
+            group[0].key[:-1] == head.key[:-1] and any(_one_send(m, head) for m in group)
+        ):
             group.extend(chain)
             group.sort(key=_by_date)
             return

@@ -743,6 +743,27 @@ def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_it
     assert found([*share, *again[:2]]) == [(1, "a0", ["a0", "b2", "b3", "a4"])]
 
 
+def test_patches_of_one_run_that_disagree_on_resend_are_one_posting():
+    """Rule 1 lets siblings disagree on RESEND (an author left it off one patch), and so do
+    patches hanging from one missing message or strays: AMD's `[PATCH v5 1/6]` and `[RESEND
+    PATCH v5 2/6]`..`6/6`, one `git send-email` run in reply to a cover letter the list never
+    had (alsa-devel, seven versions), were two incomplete postings. The same patches sent
+    again days later with RESEND stay a posting of their own."""
+    run = [msg(f"p{i}", "gone", counter=i, total=6, version=5, explicit=True)
+           for i in range(1, 7)]
+    run[1:] = [dataclasses.replace(m, resend=True) for m in run[1:]]
+    assert found(run) == [(5, None, [m.msgid for m in run])]
+    later = [dataclasses.replace(m, msgid=f"r{m.counter}", resend=True,
+                                 date=m.date + dt.timedelta(days=3)) for m in run]
+    assert [p.members for p in group_postings([*run, *later])] == [
+        [m.msgid for m in run], [m.msgid for m in later]]
+    # strays, sent in reply to a review of the thread, likewise
+    review = msg("review", kind="review", author="rita@example.org", name="Rita")
+    strays = [dataclasses.replace(m, in_reply_to="review", references=("review",)) for m in run]
+    assert [p.members for p in group_postings([review, *strays])] == [
+        [m.msgid for m in strays]]
+
+
 def test_a_resend_cover_letter_takes_strays_that_left_resend_off_only_from_its_run():
     """Patches of v2 that continue nothing (sent in reply to v1's letter) are the RESEND v2
     letter's when one run sent them with it; v2 sent days before the letter is not its."""

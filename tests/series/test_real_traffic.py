@@ -1460,6 +1460,18 @@ def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_it
         "posting of its own"]
 
 
+def test_patches_of_one_run_that_disagree_on_resend_are_one_version(db, make, ingest_settings):
+    """AMD's `[PATCH v5 1/6]` and `[RESEND PATCH v5 2/6]`..`6/6`, one `git send-email` run in
+    reply to a cover letter the list never had (alsa-devel, seven versions): before, two
+    incomplete versions."""
+    sent = make(SeriesSpec(title="ASoC: amd: Refactoring of DAI from DMA driver", version=5))
+    patches = [sent[1], *(with_header(raw, "Subject", header(raw, "Subject").replace(
+        "[PATCH v5", "[RESEND PATCH v5")) for raw in sent[2:])]
+    store(db, patches, ingest_settings)
+    (version,) = only_series(db)["versions"]
+    assert shape(version) == (5, None, ids(patches), True)
+
+
 def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(
     db, make, ingest_settings
 ):
