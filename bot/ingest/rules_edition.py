@@ -137,17 +137,17 @@ from bot.db.models import RulesEdition
 #    sent within the hour before it (Outlook rewrote the ids of a `git send-email` run; rule 3;
 #    linux-rockchip).
 # 34: the first mail of a `git send-email` run whose Message-ID a server rewrote (Outlook, Amazon
-#    SES) is found again by the id the run's other mails name it by (`<T.PID-1-sender>`): same
-#    sender, about that time, a cover letter or patch 1 of their version and size; the two are
-#    one thread and one posting (`bot.series.rewritten_ids`, rule 3; linux-samsung-soc,
-#    linux-wireless, alsa-devel). A reparse regroups the threads that hold both already; the
-#    threads stored apart stay apart until a new ingest.
+#    SES, Tencent) is found again by the id the run's other mails name it by (`<T.PID-1-sender>`,
+#    or a later mail's `-N-`): same sender, about that time, a cover letter or patch 1 of their
+#    version and size; the two are one thread and one posting (`bot.series.rewritten_ids`, rule
+#    3; linux-samsung-soc, linux-wireless, alsa-devel). A reparse regroups the threads that hold
+#    both already; the threads stored apart stay apart until a new ingest.
 # 35: a later run that sends again every number a posting holds, each patch in reply to the one
 #    it replaces or to a review of it, is a posting of its own, not corrections (rule 12;
 #    linux-usb, driverdev-devel).
 # 36: patches of one run hanging from one missing message, or strays, that disagree on RESEND
-#    are one posting, as rule 1 lets siblings disagree (`[PATCH v5 1/6]` with `[RESEND PATCH
-#    v5 2/6]`..; alsa-devel).
+#    and send each number once are one posting, as rule 1 lets siblings disagree (`[PATCH v5
+#    1/6]` with `[RESEND PATCH v5 2/6]`..; alsa-devel).
 RULES_EDITION = 36
 
 _table = RulesEdition.__table__

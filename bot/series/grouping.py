@@ -567,13 +567,14 @@ def _cover_above(msg: ThreadMessage, by_id: dict[str, ThreadMessage]) -> ThreadM
 
 def _add_to_kin(kin_groups: list[list[ThreadMessage]], chain: list[ThreadMessage]) -> None:
     """Put `chain` with the group of the same author and key, or start a group. RESEND left off
-    some patches of one run does not part them (rule 1)."""
+    some patches of one run does not part them (rule 1): other numbers, sent within minutes."""
     head = chain[0]
     for group in kin_groups:
         if not same_author(group[0], head):
             continue
         if group[0].key == head.key or (
             group[0].key[:-1] == head.key[:-1] and any(_one_send(m, head) for m in group)
+            and not {m.counter for m in group} & {m.counter for m in chain}
         ):
             group.extend(chain)
             group.sort(key=_by_date)

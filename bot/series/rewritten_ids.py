@@ -13,7 +13,10 @@ linux-wireless, alsa-devel: Jonathan Bakker's, Shiji Yang's, Chris Morgan's seri
 The id says enough to find its mail: sent by that address, about that time (send-email dates
 its mails from one second a file before it began, and SES dated them when it sent them on),
 under an id that is not send-email's, and the run's first in their series: its cover letter,
-or patch 1 of a series sent without one (same version and size).
+or patch 1 of a series sent without one (same version and size). Mostly the id is the run's
+first mail's; where it is a later one's (Tencent's servers keep In-Reply-To: Edward Adam
+Davis's `[PATCH V4 2/2]` replied to `<...-3-eadavis@qq.com>`, his 1/2, the third mail of a run
+that sent two elsewhere first), the same finds the posting's first mail, which it continues.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from collections.abc import Iterable
 from bot.series.parts import ThreadMessage
 
 # send-email's ids since git 2.9 (`<YYYYmmddHHMMSS.PID-N-address>`, the time in UTC), and
-# before (`<EPOCH-PID-N-git-send-email-address>`): the first mail of a run is N = 1.
-_RUN_FIRST = re.compile(r"(\d{14})\.\d+-1-(\S+@\S+)|(\d{9,10})-\d+-1-git-send-email-(\S+@\S+)")
+# before (`<EPOCH-PID-N-git-send-email-address>`): the N-th mail of a run.
+_RUN_MAIL = re.compile(r"(\d{14})\.\d+-\d+-(\S+@\S+)|(\d{9,10})-\d+-\d+-git-send-email-(\S+@\S+)")
 _SEND_EMAIL = re.compile(r"\d{14}\.\d+-\d+-|\d{9,10}-\d+-\d+-git-send-email-")
 # How far the first mail's Date may be from the time in the id: send-email dates a run's mails
 # from one second a file before it starts sending, a relay may date them when it sends them on.
@@ -36,8 +39,8 @@ AFTER = dt.timedelta(minutes=2)
 
 def run_start(msgid: str) -> tuple[dt.datetime, str] | None:
     """When a `git send-email` run began sending and its sender's address (lower-cased), from
-    the id it gave its first mail; None for any other id."""
-    match = _RUN_FIRST.fullmatch(msgid)
+    the id it gave one of its mails; None for any other id."""
+    match = _RUN_MAIL.fullmatch(msgid)
     if match is None:
         return None
     try:

@@ -601,6 +601,11 @@ def test_patches_replying_to_the_id_their_run_gave_its_first_mail_go_with_it():
     one = msg("CY4PR04MB0567@outlook.com", counter=1, total=3)
     rest = [msg(f"q{i}", run_id(one), counter=i, total=3) for i in (2, 3)]
     assert found([one, *rest]) == [(1, None, [one.msgid, "q2", "q3"])]
+    # a later mail's id of the run: Tencent kept Edward Adam Davis's `[PATCH V4 2/2]` in reply
+    # to `-3-`, his 1/2, which replied to a review (linux-wireless, linux-usb)
+    two = msg("tencent_A0377@qq.com", "review", counter=1, total=2)
+    second = msg("tencent_6E587@qq.com", run_id(two).replace("-1-", "-3-"), counter=2, total=2)
+    assert found([two, second]) == [(1, None, [two.msgid, second.msgid])]
     # the old form of send-email's ids (before git 2.9): seconds since 1970
     stamp = int(letter.date.timestamp()) + 3
     old = [msg(f"r{i}", f"{stamp}-77-1-git-send-email-ada@example.org", counter=i, total=3)
@@ -753,10 +758,12 @@ def test_patches_of_one_run_that_disagree_on_resend_are_one_posting():
            for i in range(1, 7)]
     run[1:] = [dataclasses.replace(m, resend=True) for m in run[1:]]
     assert found(run) == [(5, None, [m.msgid for m in run])]
-    later = [dataclasses.replace(m, msgid=f"r{m.counter}", resend=True,
-                                 date=m.date + dt.timedelta(days=3)) for m in run]
-    assert [p.members for p in group_postings([*run, *later])] == [
-        [m.msgid for m in run], [m.msgid for m in later]]
+    for days in (3, 0):  # days later, or minutes (Aditya Garg's v7, linux-bluetooth)
+        later = [dataclasses.replace(m, msgid=f"r{m.counter}", resend=True,
+                                     date=m.date + dt.timedelta(days=days, minutes=9))
+                 for m in run]
+        assert [p.members for p in group_postings([*run, *later])] == [
+            [m.msgid for m in run], [m.msgid for m in later]]
     # strays, sent in reply to a review of the thread, likewise
     review = msg("review", kind="review", author="rita@example.org", name="Rita")
     strays = [dataclasses.replace(m, in_reply_to="review", references=("review",)) for m in run]

@@ -1382,13 +1382,14 @@ def test_a_later_version_renumbered_in_reply_to_the_cover_letter_stays_apart(
                                      False)
 
 
-def rewritten(sent: list[bytes], server_id: str) -> list[bytes]:
+def rewritten(sent: list[bytes], server_id: str, mail: int = 1) -> list[bytes]:
     """A `git send-email` run sent through Outlook: the first mail under the server's id, the
     others in reply to the id send-email gave it (its sending time, a process id, the sender):
-    send-email dates the run's mails from before it starts, the last about when it starts."""
+    send-email dates the run's mails from before it starts, the last about when it starts.
+    `mail`: the first mail's place in the run (a run may send others elsewhere first)."""
     last = parsedate_to_datetime(header(sent[-1], "Date")).astimezone(dt.UTC)
     sender = re.search(r"<(.+)>", header(sent[0], "From"))[1]
-    run_id = f"<{last + dt.timedelta(seconds=1):%Y%m%d%H%M%S}.6429-1-{sender}>"
+    run_id = f"<{last + dt.timedelta(seconds=1):%Y%m%d%H%M%S}.6429-{mail}-{sender}>"
     rest = [with_header(with_header(raw, "In-Reply-To", run_id), "References", run_id)
             for raw in sent[1:]]
     return [with_header(sent[0], "Message-ID", f"<{server_id}>"), *rest]
@@ -1411,11 +1412,17 @@ def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_it
     without = rewritten(make(SeriesSpec(title="Add Rockchip rk817 audio CODEC", cover=False,
                                         start_date=DEFAULT_START + dt.timedelta(days=1))),
                         "CY4PR04MB0567B@CY4PR04MB0567.namprd04.prod.outlook.com")
+    # Tencent kept In-Reply-To naming 1/2 as the third mail of its run (Edward Adam Davis's
+    # `[PATCH V4 2/2]`, linux-wireless)
+    third = rewritten(make(SeriesSpec(title="wifi: ath6kl: Replace ath6kl_usb_submit_ctrl_in",
+                                      cover=False, patches=2,
+                                      start_date=DEFAULT_START + dt.timedelta(days=2))),
+                      "tencent_A037749680365C4BCC750776D566183C4509@qq.com", mail=3)
     # another sender's run through Outlook in the same minutes: a thread of its own
     beside = rewritten(make(SeriesSpec(title="Exynos DTS improvements",
                                        author=("Rita Writeback", "rita@example.org"))),
                        "BN6PR04MB0660R@BN6PR04MB0660.namprd04.prod.outlook.com")
-    for sent in (with_letter, without, beside):
+    for sent in (with_letter, without, third, beside):
         if arrival == "together":
             store(db, sent, ingest_settings)
         elif arrival == "newest first":  # an archive read backwards
@@ -1426,10 +1433,12 @@ def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_it
         else:
             store(db, sent[1:], ingest_settings)
             store(db, sent[:1], ingest_settings)
-    assert {frozenset(ids(sent)) for sent in (with_letter, without, beside)} <= thread_partition(db)
+    runs = (with_letter, without, third, beside)
+    assert {frozenset(ids(sent)) for sent in runs} <= thread_partition(db)
     assert [[shape(v) for v in s["versions"]] for s in all_series(db)] == [
         [(1, msgs_id(with_letter[0]), ids(with_letter[1:]), True)],
         [(1, None, ids(without), True)],
+        [(1, None, ids(third), True)],
         [(1, msgs_id(beside[0]), ids(beside[1:]), True)],
     ]
 
