@@ -148,7 +148,10 @@ from bot.db.models import RulesEdition
 # 36: patches of one run hanging from one missing message, or strays, that disagree on RESEND
 #    and send each number once are one posting, as rule 1 lets siblings disagree (`[PATCH v5
 #    1/6]` with `[RESEND PATCH v5 2/6]`..; alsa-devel).
-RULES_EDITION = 36
+# 37: patches of one author and key, other numbers, sent within minutes in reply to different
+#    messages (reviews, missing ids) are one posting, with the cover letter of either (rule 4;
+#    linux-iio, linux-samsung-soc).
+RULES_EDITION = 37
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -39,7 +39,10 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    off, sent with it (linux-btrfs: `[RESEND PATCH v2 0/2]` and `[PATCH v2 1/2]`.., all in
    reply to the stale v1 letter the same run sent first). Strays, or patches hanging from one
    message (rule 3), of one run that disagree on RESEND are one posting, as siblings may (AMD's
-   `[PATCH v5 1/6]` with `[RESEND PATCH v5 2/6]`.., alsa-devel). A stray without a counter
+   `[PATCH v5 1/6]` with `[RESEND PATCH v5 2/6]`.., alsa-devel). Patches of one author and
+   key, other numbers, sent within minutes in reply to different messages (each to the review
+   of its last version, Rishi Gupta's veml6030 v3 on linux-iio) are one posting too, with the
+   cover letter of either (`_join_sittings`). A stray without a counter
    (`[PATCH]`) is a posting of its own: a fix-up sent in reply to a numbered series is not
    its patch 1. It takes only such a cover letter (`[PATCH v2 0/1]`), or the letter it replies
    to when that numbers no patches (a diffstat sent as `[PATCH v2] title`, a `[PATCHSET
@@ -176,6 +179,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -327,6 +331,7 @@ def group_postings(
     for group in strays:  # rule 4
         if not joined_cover(group):
             groups[_first_patch(group).msgid] = group
+    _join_sittings(groups)  # rule 4, across parents
     bundled = _bundled(groups)  # rule 17
     bundled.update(_one_number_sent(groups))  # rule 19
     _join_additions(groups, by_id)
@@ -580,6 +585,46 @@ def _add_to_kin(kin_groups: list[list[ThreadMessage]], chain: list[ThreadMessage
             group.sort(key=_by_date)
             return
     kin_groups.append(list(chain))
+
+
+def _join_sittings(groups: dict[str, list[ThreadMessage]]) -> None:
+    """Rule 4 across parents: patches of one author and key sent within minutes of each other,
+    each number once, in reply to different reviews or missing messages, are one posting
+    (Rishi Gupta's veml6030 v3, linux-iio: each patch by a run of its own in reply to the
+    review of its v2; Jonathan Bakker's 3/7..7/7 in reply to the id of 2/7's run, which Outlook
+    rewrote, a second after 2/7 in reply to 1/7). A group with a cover letter takes such a
+    group without one; two with cover letters stay apart."""
+    by_key: dict[tuple[int, int, int, bool], list[str]] = defaultdict(list)
+    for anchor, group in groups.items():
+        keys = {m.key for m in group if m.kind == "patch"}
+        if len(keys) == 1:
+            by_key[keys.pop()].append(anchor)
+    for anchors in by_key.values():
+        anchors.sort(key=lambda a: (_cover_of(groups[a]) is None, _by_date(groups[a][0])))
+        while len(anchors) > 1:
+            pair = next(((a, b) for i, a in enumerate(anchors) for b in anchors[i + 1:]
+                         if _one_sitting(groups[a], groups[b])), None)
+            if pair is None:
+                break
+            keep, gone = pair  # the one with a cover letter, else the earlier
+            groups[keep] = sorted([*groups[keep], *groups.pop(gone)], key=_by_date)
+            anchors.remove(gone)
+
+
+def _cover_of(group: list[ThreadMessage]) -> ThreadMessage | None:
+    return next((m for m in group if m.kind == "cover" and m.counter == 0), None)
+
+
+def _one_sitting(first: list[ThreadMessage], second: list[ThreadMessage]) -> bool:
+    """Whether two groups of one key (`_join_sittings`) are one author's patches of other
+    numbers, some sent within minutes of the other's, not both with a cover letter."""
+    if _cover_of(first) is not None and _cover_of(second) is not None:
+        return False
+    ones = [m for m in first if m.kind == "patch"]
+    twos = [m for m in second if m.kind == "patch"]
+    if not same_author(ones[0], twos[0]) or {m.counter for m in ones} & {m.counter for m in twos}:
+        return False
+    return any(_one_send(x, y) for x in ones for y in twos)
 
 
 def _first_patch(group: list[ThreadMessage]) -> ThreadMessage:

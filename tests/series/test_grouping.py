@@ -8,6 +8,7 @@ import itertools
 import random
 
 from bot.series.grouping import ThreadMessage, group_postings, series_title
+from bot.series.rewritten_ids import first_mail
 
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
 _clock = itertools.count()
@@ -573,10 +574,14 @@ def test_patches_replying_to_a_rewritten_id_go_with_the_cover_letter_they_name()
     rest = [msg(f"p{i}", "gone-1", refs=("c0",), counter=i, total=3) for i in (2, 3)]
     assert found([letter, first, *rest]) == [(1, "c0", ["c0", "p1", "p2", "p3"])]
     # a letter sent days before them, or another posting's patch nearer: they hang as before
+    # (sent half an hour after the patch 1 beside them: not with it, as rule 4 would join them)
+    later = [dataclasses.replace(m, date=m.date + dt.timedelta(minutes=30)) for m in rest]
     old = dataclasses.replace(letter, date=first.date - dt.timedelta(days=2))
-    assert found([old, first, *rest])[1:] == [(1, None, ["p2", "p3"])]
+    assert found([old, first, *later])[1:] == [(1, None, ["p2", "p3"])]
     nearer = msg("q1", "c0", counter=1, total=3)
-    via_patch = [msg(f"p{i}", "gone-1", refs=("c0", "q1"), counter=i, total=3) for i in (2, 3)]
+    via_patch = [dataclasses.replace(msg(f"p{i}", "gone-1", refs=("c0", "q1"), counter=i,
+                                         total=3), date=nearer.date + dt.timedelta(minutes=30))
+                 for i in (2, 3)]
     assert found([letter, nearer, *via_patch]) == [
         (1, "c0", ["c0", "q1"]), (1, None, ["p2", "p3"])]
 
@@ -636,22 +641,25 @@ def test_runs_of_a_patch_or_a_few_each_in_reply_to_the_run_before_are_one_postin
 
 def test_a_mail_the_id_of_a_run_does_not_name_is_not_its_first():
     """Another sender, size or version, a mail dated away from the time the id gives, or one
-    under send-email's own id (not rewritten, so not the mail the id names): patch 1 and the
-    patches hanging from the id stay two postings, as before."""
+    under send-email's own id (not rewritten, so not the mail the id names), or a patch 2: not
+    the mail the id names."""
     one = msg("CY4PR04MB0567@outlook.com", counter=1, total=3)
     gone = run_id(one)
-    others = [
+    part = msg("q2", gone, counter=2, total=3)
+    assert first_mail(gone, part, [one]) == one
+    for other in (
         dataclasses.replace(one, author="rita@example.org", author_name="Rita"),
         dataclasses.replace(one, total=4),
         dataclasses.replace(one, version=2, version_explicit=True),
         dataclasses.replace(one, date=one.date + dt.timedelta(minutes=20)),
         dataclasses.replace(one, date=one.date - dt.timedelta(minutes=20)),
         dataclasses.replace(one, msgid="20261130100003.99-1-ada@example.org"),
-    ]
-    rest = [msg(f"q{i}", gone, counter=i, total=3) for i in (2, 3)]
-    for other in others:
-        assert sorted(p.members for p in group_postings([other, *rest])) == [
-            [other.msgid], ["q2", "q3"]], other
+        dataclasses.replace(one, counter=2),
+    ):
+        assert first_mail(gone, part, [other]) is None, other
+    # patches hanging from it, 20 minutes away from patch 1: two postings
+    away = dataclasses.replace(one, date=one.date + dt.timedelta(minutes=20))
+    assert sorted(p.members for p in group_postings([away, part])) == [[one.msgid], ["q2"]]
 
 
 def test_a_cover_letter_sent_in_reply_to_a_patch_of_its_posting_is_its_cover_letter():
@@ -769,6 +777,31 @@ def test_patches_of_one_run_that_disagree_on_resend_are_one_posting():
     strays = [dataclasses.replace(m, in_reply_to="review", references=("review",)) for m in run]
     assert [p.members for p in group_postings([review, *strays])] == [
         [m.msgid for m in strays]]
+
+
+def test_patches_sent_in_one_sitting_in_reply_to_different_reviews_are_one_posting():
+    """Rishi Gupta sent his veml6030 v3 (linux-iio) a patch a run, each in reply to the review
+    of its v2, within three minutes: three postings before, each of one patch. Patches of one
+    author, version and size, other numbers, sent within minutes in reply to different
+    messages, are one posting; with the cover letter of either, and not two letters' patches."""
+    reviews = [msg(f"r{i}", kind="review", author="jic@example.org", name="Jonathan")
+               for i in (1, 2, 3)]
+    v3 = [msg(f"p{i}", f"r{i}", counter=i, total=3, version=3, explicit=True) for i in (1, 2, 3)]
+    assert found([*reviews, *v3]) == [(3, None, ["p1", "p2", "p3"])]
+    # half an hour apart, they stay apart
+    apart = [dataclasses.replace(m, date=m.date + dt.timedelta(minutes=30 * i))
+             for i, m in enumerate(v3)]
+    assert len(group_postings([*reviews, *apart])) == 3
+    # 3/3 sent a second after 2/3, in reply to the id of a run that no archive holds, while
+    # the cover letter took 1/3 and 2/3 (Jonathan Bakker's, linux-samsung-soc)
+    letter = cover("c0", 3)
+    with_letter = [msg("q1", "c0", counter=1, total=3), msg("q2", "q1", counter=2, total=3),
+                   msg("q3", "gone-1", counter=3, total=3)]
+    assert found([letter, *with_letter]) == [(1, "c0", ["c0", "q1", "q2", "q3"])]
+    # a0 with 1/2 and b0 with 2/2: two letters' postings stay two
+    two_letters = [*series("a", 2)[:2], *(m for m in series("b", 2) if m.counter != 1)]
+    assert [(p.cover, p.members) for p in group_postings(two_letters)] == [
+        ("a0", ["a0", "a1"]), ("b0", ["b0", "b2"])]
 
 
 def test_a_resend_cover_letter_takes_strays_that_left_resend_off_only_from_its_run():

@@ -1196,17 +1196,18 @@ def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
 def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     db, db_url, make, ingest_settings, tmp_path
 ):
-    """`[PATCH v2 2/3]` in reply to the review of v1's 2/3, and two minutes later `[PATCH v2
-    3/3]` in reply to the review of 3/3 (LTP's signalfd v2; Linus Torvalds's `[PATCH 4/7 v2]`
-    and `6/7 v2` on linux-arch; Shiyang Ruan's `v10.1 1/9` and `8/9` on nvdimm). b4 reads them
-    as one revision. The last piece is v2, with the earlier piece's 2/3 and v1's 1/3; the
-    earlier piece is not a version to test. Before, each piece was an incomplete v2 of one
-    patch and v2 was never tested."""
+    """`[PATCH v2 2/3]` in reply to the review of v1's 2/3, and later `[PATCH v2 3/3]` in reply
+    to the review of 3/3 (LTP's signalfd v2; Linus Torvalds's `[PATCH 4/7 v2]` and `6/7 v2` on
+    linux-arch; Shiyang Ruan's `v10.1 1/9` and `8/9` on nvdimm). b4 reads them as one
+    revision. The last piece is v2, with the earlier piece's 2/3 and v1's 1/3; the earlier
+    piece is not a version to test. Before, each piece was an incomplete v2 of one patch and
+    v2 was never tested. Sent within minutes of each other, the pieces are one posting (rule
+    4), with v1's 1/3."""
     v1 = make(V1)
     rita = ("Rita Reviewer", "rita@example.org")
     reviews = [make_reply(v1[i], author=rita, body="This needs a change.") for i in (2, 3)]
     pieces = []
-    for number, review, minutes in ((2, reviews[0], 0), (3, reviews[1], 2)):
+    for number, review, minutes in ((2, reviews[0], 0), (3, reviews[1], 40)):
         piece = reroll_of(make, v1, number, 2)
         for name, value in (
                 ("In-Reply-To", f"<{msgs_id(review)}>"),
@@ -1234,6 +1235,7 @@ def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     assert "v2 1/3 a piece of v2, whose rest was sent later (below)" in shown, shown
     assert "the last piece of v2, sent a few patches at a time" in shown, shown
     assert "are the earlier pieces' and v1's" in shown, shown  # 1/3 is v1's
+
     assert f"[2/3] {header(pieces[0], 'Subject')} (an earlier piece)" in shown, shown
     mbox = lorelab.run("series", "mbox", last).stdout.decode()
 
@@ -1257,6 +1259,17 @@ def test_a_version_sent_a_patch_at_a_time_is_its_last_piece(
     assert (piece["complete"], piece["continued_by"], piece["continued_in_series"]) == (
         False, version["id"], series_of_last)
     assert version["complete"] and version["reroll_of_label"] == "v2"
+
+    # sent two minutes apart, the pieces are one posting (rule 4), with v1's 1/3
+    minutes_apart = [with_header(pieces[1], "Date", format_datetime(
+        DEFAULT_START + dt.timedelta(days=3, minutes=2))), pieces[0]]
+    emptied(db)
+    store(db, [*v1, *reviews, *minutes_apart], ingest_settings)
+    s = only_series(db)
+    assert [(v["label"], v["complete"], v["reroll_of_label"], v["received"])
+            for v in s["versions"]] == [("v1", True, None, 3), ("v2", True, "v1", 2)]
+    assert [(p["message_id"], p["from_label"]) for p in s["versions"][1]["patches"]] == [
+        (msgs_id(v1[1]), "v1"), (first, "v2"), (last, "v2")]
 
 
 def test_postings_sent_in_reply_to_their_senders_address_are_not_one_thread(
@@ -1479,6 +1492,23 @@ def test_patches_of_one_run_that_disagree_on_resend_are_one_version(db, make, in
     store(db, patches, ingest_settings)
     (version,) = only_series(db)["versions"]
     assert shape(version) == (5, None, ids(patches), True)
+
+
+def test_patches_sent_in_one_sitting_in_reply_to_the_reviews_of_their_last_version_are_one(
+    db, make, ingest_settings
+):
+    """Rishi Gupta sent his veml6030 v3 (linux-iio) a patch a run, each in reply to the review
+    of its v2, within three minutes: before, three versions of one patch each."""
+    v2 = make(SeriesSpec(title="Add driver for veml6030 ambient light sensor", version=2))
+    reviews = [make_reply(raw, author=("Jonathan Cameron", "jic23@example.org"), body="Why?")
+               for raw in v2[1:]]
+    v3 = make(SeriesSpec(title="Add driver for veml6030 ambient light sensor", version=3,
+                         cover=False))
+    v3 = [with_header(with_header(raw, "In-Reply-To", reply_to([review])), "References",
+                      reply_to([review])) for raw, review in zip(v3, reviews, strict=True)]
+    store(db, [*v2, *reviews, *v3], ingest_settings)
+    versions = [shape(v) for s in all_series(db) for v in s["versions"]]
+    assert sorted(versions) == [(2, msgs_id(v2[0]), ids(v2[1:]), True), (3, None, ids(v3), True)]
 
 
 def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(
