@@ -16,8 +16,9 @@ series of its own, and its thread still finds its base. Beyond b4, a point relea
 v4.1 9/9]` in reply to v4's 9/9, Darrick Wong's respin of one patch) rerolls the release before
 it, v4 (or an earlier point of v4), by the same rule. A version sent a few patches at a time,
 each piece in reply to (a review of) the patches it replaces and no number sent twice (LTP's
-`[PATCH v2 1/2]` and `v2 2/2` two minutes apart, each answering its review; Linus Torvalds's
-`[PATCH 4/7 v2]` and `6/7 v2`), is read as b4 reads it, one revision: each piece takes the rest
+`[PATCH v2 1/2]` and `v2 2/2`, each answering its review; Linus Torvalds's `[PATCH 4/7 v2]`
+and `6/7 v2`), is read as b4 reads it, one revision (pieces sent within minutes of each other
+are one posting already: `grouping`, rule 4): each piece takes the rest
 from the one before it, the first from v - 1, and the last piece is the version; the earlier
 ones stand for their numbers, incomplete (`bot.series.views.continued_pieces` names the piece
 after each). The link is stored (`SeriesVersion.reroll_of_id`); the version counts as complete
