@@ -141,8 +141,9 @@ class ThreadIndex:
     ) -> None:
         """Pair the ids of runs' first mails that the batch's parts name, or that stored parts
         named before the batch's first mails came, with those mails (`rewritten_ids`)."""
-        # Parts whose run's id is here name no rewritten one.
-        run_parts = [p for p in run_parts if p.hook not in new and p.hook not in self.stored]
+        # Parts whose run's id is here name no rewritten one; a first mail may reply to anything.
+        run_parts = [p for p in run_parts if rewritten_ids.may_be_first(p)
+                     or p.hook not in new and p.hook not in self.stored]
         windows = [w for p in run_parts if (w := rewritten_ids.window(p)) is not None]
         if not windows:
             return

@@ -1511,6 +1511,27 @@ def test_patches_sent_in_one_sitting_in_reply_to_the_reviews_of_their_last_versi
     assert sorted(versions) == [(2, msgs_id(v2[0]), ids(v2[1:]), True), (3, None, ids(v3), True)]
 
 
+def test_a_rewritten_first_mail_in_reply_to_a_review_is_found_by_a_later_mails_id(
+    db, make, ingest_settings
+):
+    """Edward Adam Davis's `[PATCH V4 1/2]` (Tencent's id) replied to a review of v3 and
+    `2/2` to `<...-3-eadavis@qq.com>`, 1/2's id in its run (linux-wireless): the two come
+    together, the review stored before. Before, 1/2 was no candidate, as it replied to a stored
+    mail, and 2/2 stayed in a thread of its own."""
+    v3 = make(SeriesSpec(title="wifi: ath6kl: Replace ath6kl_usb_submit_ctrl_in", version=3,
+                         cover=False, patches=2))
+    review = make_reply(v3[0], author=("Greg Kroah-Hartman", "greg@example.org"), body="No.")
+    store(db, [*v3, review], ingest_settings)
+    v4 = rewritten(make(SeriesSpec(title="wifi: ath6kl: Replace ath6kl_usb_submit_ctrl_in",
+                                   version=4, cover=False, patches=2)),
+                   "tencent_A037749680365C4BCC750776D566183C4509@qq.com", mail=3)
+    v4[0] = with_header(with_header(v4[0], "In-Reply-To", reply_to([review])), "References",
+                        reply_to([review]))
+    store(db, v4, ingest_settings)
+    found = [shape(v) for s in all_series(db) for v in s["versions"]]
+    assert (4, None, ids(v4), True) in found, found
+
+
 def test_patches_replying_to_an_id_outlook_rewrote_are_their_cover_letters(
     db, make, ingest_settings
 ):
