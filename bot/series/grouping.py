@@ -293,7 +293,8 @@ def group_postings(
         head = by_id[top]
         hook = head.hook
         if unthreaded.is_unthreaded_part(head):
-            unthreaded_chains.append(chain)
+            # headed by the part (an undated reply sorts before it)
+            unthreaded_chains.append([head, *(m for m in chain if m is not head)])
         elif head.kind == "cover" or hook is None:
             groups[top] = chain
         elif hook not in by_id:

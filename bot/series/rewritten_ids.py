@@ -80,14 +80,15 @@ def first_mail(
         and m.version == part.version and m.total == part.total and m.counter < part.counter
         and may_be_first(m)
     ]  # fmt: skip
-    return min(found, key=lambda m: (abs(m.date - part.date), m.counter, m.msgid),  # type: ignore[operator]
+    sent = part.date or when  # an undated part: as if sent when its run began
+    return min(found, key=lambda m: (abs(m.date - sent), m.counter, m.msgid),  # type: ignore[operator]
                default=None)
 
 
 def window(msg: ThreadMessage) -> tuple[dt.datetime, dt.datetime] | None:
     """The dates within which the other mails of `msg`'s run, or its run's first, were sent:
-    around the time its hook's id gives when that is a run's first, else around its own date
-    when it may be one."""
+    around the time its hook's id gives when that is a run's, else around its own date when it
+    may be a run's first."""
     start = run_start(msg.hook) if msg.hook else None
     if start is not None:
         return start[0] - BEFORE, start[0] + AFTER

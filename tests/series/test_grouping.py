@@ -611,6 +611,9 @@ def test_patches_replying_to_the_id_their_run_gave_its_first_mail_go_with_it():
     two = msg("tencent_A0377@qq.com", "review", counter=1, total=2)
     second = msg("tencent_6E587@qq.com", run_id(two).replace("-1-", "-3-"), counter=2, total=2)
     assert found([two, second]) == [(1, None, [two.msgid, second.msgid])]
+    # a patch without a Date goes with them too
+    undated = dataclasses.replace(patches[2], msgid="u3", date=None)
+    assert found([letter, *patches[:2], undated])[0][2] == [letter.msgid, "p1", "p2", "u3"]
     # the old form of send-email's ids (before git 2.9): seconds since 1970
     stamp = int(letter.date.timestamp()) + 3
     old = [msg(f"r{i}", f"{stamp}-77-1-git-send-email-ada@example.org", counter=i, total=3)
@@ -754,6 +757,15 @@ def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_it
                                        (1, None, ["b2", "b3", "b4"])]
     # fewer than every number the posting holds stay corrections (rule 9)
     assert found([*share, *again[:2]]) == [(1, "a0", ["a0", "b2", "b3", "a4"])]
+
+
+def test_an_undated_patch_under_a_cover_letter_is_its_part():
+    """A patch whose Date could not be read, in reply to a cover letter sent with no threading
+    headers (as every `git send-email` cover letter is): before, grouping stopped on an
+    assertion (the undated patch sorted ahead of the letter that heads its chain)."""
+    letter, one, two = series("a", 2)
+    undated = dataclasses.replace(two, date=None)
+    assert found([letter, one, undated]) == [(1, "a0", ["a0", "a1", "a2"])]
 
 
 def test_patches_of_one_run_that_disagree_on_resend_are_one_posting():
