@@ -162,6 +162,7 @@ def test_series_grouped_as_an_older_lorelab_did_are_assembled_again(
     emptied(db)
     with monkeypatch.context() as older:  # this process groups as lorelab did before additions
         older.setattr(grouping, "_join_additions", lambda groups, by_id: None)
+        older.setattr(grouping, "_join_sittings", lambda groups: None)  # nor one sitting's
         store(db, mails, ingest_settings)
     assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [3, 1]
 
