@@ -308,7 +308,7 @@ def group_postings(
         else:
             strays.append(chain)
     for group in unthreaded.split_postings(unthreaded_chains):  # rule 5
-        cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
+        cover = _cover_of(group)
         groups[(cover or _first_patch(group)).msgid] = sorted(group, key=_by_date)
     orphans = {a for a, g in groups.items() if len(g) == 1 and g[0].kind == "cover"}
 
@@ -613,6 +613,7 @@ def _join_sittings(groups: dict[str, list[ThreadMessage]]) -> None:
 
 
 def _cover_of(group: list[ThreadMessage]) -> ThreadMessage | None:
+    """The group's cover letter `[PATCH 0/N]`, if it has one."""
     return next((m for m in group if m.kind == "cover" and m.counter == 0), None)
 
 
@@ -714,7 +715,7 @@ def _sent_again(groups: dict[str, list[ThreadMessage]],
     group, by its name."""
     notes: dict[str, str] = {}
     for anchor, group in list(groups.items()):
-        cover = next((m for m in group if m.kind == "cover" and m.counter == 0), None)
+        cover = _cover_of(group)
         if cover is None:
             continue
         letters = sorted((c for c in resent.get(cover.msgid, ()) if c.kind == "cover"
