@@ -39,6 +39,9 @@ from bot.mail.trailers import REVIEW_TRAILERS
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 QUARANTINE_KEEP_BYTES = 256 * 1024  # of an oversized mail, keep the head: enough to see what it was
 WORKER_GC_THRESHOLD = 100_000  # a parse worker's first-generation threshold (the default: 700)
+# Raw mail a worker parses before it builds those mails' rows: what it holds parsed at once is
+# about as much again (text capped per mail at `bot.mail.mime.TEXT_CAP`).
+PARSED_CHUNK_BYTES = 16 * 2**20
 
 
 @dataclass
@@ -166,13 +169,19 @@ def message_row(
 
 def has_review_trailers(row: MessageRow) -> bool:
     """Whether the message is a reply that gives trailers (a review, with or without "Re:")."""
-    return row.kind in REPLY_KINDS and any(
+    return row.kind in REPLY_KINDS and row.trailers != "[]" and any(
         name in REVIEW_TRAILERS for name, _ in orjson.loads(row.trailers)
-    )
+    )  # "[]": as orjson writes an empty list (`json_text`)
 
 
 def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[str, Any]:
     """A message row, or a quarantine row (it has a "reason") saying why there is none."""
+    read = read_mail(mail, settings)
+    return read if isinstance(read, dict) else row_of(mail, read)
+
+
+def read_mail(mail: RawMail, settings: IngestSettings) -> ParsedMessage | dict[str, Any]:
+    """The mail parsed, or a quarantine row (it has a "reason") saying why it cannot be."""
     size = len(mail.data)
     if size > settings.max_message_bytes:
         return quarantine_row(
@@ -184,13 +193,25 @@ def prepare_mail(mail: RawMail, settings: IngestSettings) -> MessageRow | dict[s
     if not mail.data or mail.data.isspace():  # as `not strip()`, without copying the mail
         return quarantine_row(mail, "empty input: no headers and no body")
     try:
-        return message_row(parse_message(mail.data, recipients=False), mail.data)
+        return parse_message(mail.data, recipients=False)
     except UnparseableMessage as exc:
         return quarantine_row(mail, str(exc))
     except Exception as exc:  # noqa: BLE001 - one bad mail must not stop the batch
-        return quarantine_row(
-            mail, f"{parser_failure(exc)}; once fixed, `lorelab quarantine retry` stores it"
-        )
+        return _failed(mail, exc)
+
+
+def row_of(mail: RawMail, parsed: ParsedMessage) -> MessageRow | dict[str, Any]:
+    """The message row of a parsed mail, or a quarantine row if building it fails."""
+    try:
+        return message_row(parsed, mail.data)
+    except Exception as exc:  # noqa: BLE001 - one bad mail must not stop the batch
+        return _failed(mail, exc)
+
+
+def _failed(mail: RawMail, exc: Exception) -> dict[str, Any]:
+    return quarantine_row(
+        mail, f"{parser_failure(exc)}; once fixed, `lorelab quarantine retry` stores it"
+    )
 
 
 def parser_failure(exc: Exception) -> str:
@@ -219,10 +240,28 @@ def prepare_batch(batch: Batch, settings: IngestSettings) -> PreparedBatch:
         mails = batch
     out.read, out.bytes_read = len(mails), sum(len(m.data) for m in mails)
     with no_collection():  # parsing makes no cycles worth a collection mid-batch
-        for mail in mails:
-            row = prepare_mail(mail, settings)
-            (out.quarantine if "reason" in row else out.messages).append(row)
+        for chunk in _chunks(mails, PARSED_CHUNK_BYTES):
+            # All of a chunk parsed, then its rows built (and mail compressed): one mail at a
+            # time, the two took 12% more CPU (alternating runs on the ingest benchmark's mail).
+            for mail, read in zip(chunk, [read_mail(mail, settings) for mail in chunk],
+                                  strict=True):
+                row = read if isinstance(read, dict) else row_of(mail, read)
+                (out.quarantine if "reason" in row else out.messages).append(row)
     return out
+
+
+def _chunks(mails: list[RawMail], most_bytes: int) -> Iterator[list[RawMail]]:
+    """`mails` in runs of consecutive mails of at most `most_bytes` (or one larger mail)."""
+    chunk: list[RawMail] = []
+    size = 0
+    for mail in mails:
+        if chunk and size + len(mail.data) > most_bytes:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(mail)
+        size += len(mail.data)
+    if chunk:
+        yield chunk
 
 
 def batched(items: Iterable[RawMail], size: int) -> Iterator[list[RawMail]]:

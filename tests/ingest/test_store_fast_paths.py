@@ -149,3 +149,20 @@ def test_shared_ids_are_looked_up_in_the_index_however_few_mails_share_one(
     with db.engine.connect() as conn:
         plan = [row[-1] for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)]
     assert not [step for step in plan if step.startswith("SCAN messages")], plan
+
+
+def test_a_batch_parsed_a_chunk_at_a_time_keeps_its_mail_in_order(monkeypatch: Any) -> None:
+    """A worker parses a chunk of a batch's mail before it builds those rows (`PARSED_CHUNK_
+    BYTES`): every mail still comes out once, in input order, whatever the chunks hold, and a
+    mail that fails between others is quarantined without taking its neighbours along."""
+    from bot.ingest import prepare
+
+    mails = [RawMail(PATCH.replace(b"<p1@example.org>", f"<p{n}@example.org>".encode()),
+                     f"test#{n}") for n in range(7)]
+    mails[3] = RawMail(b"\n\n", "test#3")
+    expected = [f"p{n}@example.org" for n in range(7) if n != 3]
+    for chunk_bytes in (1, len(PATCH) * 2 + 1, 10 * len(PATCH)):
+        monkeypatch.setattr(prepare, "PARSED_CHUNK_BYTES", chunk_bytes)
+        batch = prepare_batch(mails, IngestSettings())
+        assert [row.msgid for row in batch.messages] == expected
+        assert [row["source"] for row in batch.quarantine] == ["test#3"]
