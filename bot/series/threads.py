@@ -111,8 +111,11 @@ class ThreadIndex:
                date: dt.datetime | None = None) -> int:
         """The thread for a new message (created or merged as needed)."""
         related = list(references) + ([in_reply_to] if in_reply_to else [])
-        related += [mail for r in related for mail in self.first_mail.get(r, ())]
-        answered = [self.reused.answered(r, date) for r in related]
+        if self.first_mail:
+            related += [mail for r in related for mail in self.first_mail.get(r, ())]
+        # most batches name no id that several mails carry: then each names its one mail
+        answered = ([self.reused.answered(r, date) for r in related] if self.reused.carriers
+                    else related)
         found = {self.thread_of[r] for r in answered if r in self.thread_of}
         names = [msgid, *related, *self.run_ids.get(msgid, ())]
         found |= {self.unseen[r] for r in names if r in self.unseen}
