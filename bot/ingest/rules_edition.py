@@ -151,7 +151,10 @@ from bot.db.models import RulesEdition
 # 37: patches of one author and key, other numbers, sent within minutes in reply to different
 #    messages (reviews, missing ids) are one posting, with the cover letter of either (rule 4;
 #    linux-iio, linux-samsung-soc).
-RULES_EDITION = 37
+# 38: the rewritten first mail of a run (34) may be a cover letter of any version where the
+#    run's patches give none (`[PATCH v5 0/4]` over `[PATCH 1/4]`..; io-uring). As for 34, the
+#    threads stored apart stay apart until a new ingest.
+RULES_EDITION = 38
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

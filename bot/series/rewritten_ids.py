@@ -13,10 +13,11 @@ linux-wireless, alsa-devel: Jonathan Bakker's, Shiji Yang's, Chris Morgan's seri
 The id says enough to find its mail: sent by that address, about that time (send-email dates
 its mails from one second a file before it began, and SES dated them when it sent them on),
 under an id that is not send-email's, and the run's first in their series: its cover letter,
-or patch 1 of a series sent without one (same version and size). Mostly the id is the run's
-first mail's; where it is a later one's (Tencent's servers keep In-Reply-To: Edward Adam
-Davis's `[PATCH V4 2/2]` replied to `<...-3-eadavis@qq.com>`, his 1/2, the third mail of a run
-that sent two elsewhere first), the same finds the posting's first mail, which it continues.
+or patch 1 of a series sent without one (same version, a letter's any where the patches give
+none, and size). Mostly the id is the run's first mail's; where it is a later one's (Tencent's
+servers keep In-Reply-To: Edward Adam Davis's `[PATCH V4 2/2]` replied to
+`<...-3-eadavis@qq.com>`, his 1/2, the third mail of a run that sent two elsewhere first), the
+same finds the posting's first mail, which it continues.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def first_mail(
     run_id: str, part: ThreadMessage, candidates: Iterable[ThreadMessage]
 ) -> ThreadMessage | None:
     """The mail `part` names as `run_id`, the first of its run, among `candidates`: a cover
-    letter or patch 1 (`may_be_first`) of `part`'s sender, series version and size, before
-    `part` in it, dated about the time `run_id` gives. Where there are both, the one dated
+    letter or patch 1 (`may_be_first`) of `part`'s sender, series version (a cover letter's
+    any, for a patch whose subject gives none: some write it on the letter only) and size,
+    before `part` in it, dated about the time `run_id` gives. Where there are both, the one dated
     nearest to `part`: patch 1 for the later patches of a run that sent a cover letter (patch
     1 goes to the letter in its turn), and for those of a run that sent no patch 1 or letter
     of its own, after the run that did (one run a patch or a few, each run's in reply to the
@@ -77,7 +79,8 @@ def first_mail(
         m for m in candidates
         if m.author == part.author and m.date is not None
         and when - BEFORE <= m.date <= when + AFTER
-        and m.version == part.version and m.total == part.total and m.counter < part.counter
+        and (m.version == part.version or m.kind == "cover" and not part.version_explicit)
+        and m.total == part.total and m.counter < part.counter
         and may_be_first(m)
     ]  # fmt: skip
     sent = part.date or when  # an undated part: as if sent when its run began

@@ -643,9 +643,9 @@ def test_runs_of_a_patch_or_a_few_each_in_reply_to_the_run_before_are_one_postin
 
 
 def test_a_mail_the_id_of_a_run_does_not_name_is_not_its_first():
-    """Another sender, size or version, a mail dated away from the time the id gives, or one
-    under send-email's own id (not rewritten, so not the mail the id names), or a patch 2: not
-    the mail the id names."""
+    """Another sender, size or version (but a cover letter's, for patches that give none), a
+    mail dated away from the time the id gives, or one under send-email's own id (not
+    rewritten, so not the mail the id names), or a patch 2: not the mail the id names."""
     one = msg("CY4PR04MB0567@outlook.com", counter=1, total=3)
     gone = run_id(one)
     part = msg("q2", gone, counter=2, total=3)
@@ -660,6 +660,9 @@ def test_a_mail_the_id_of_a_run_does_not_name_is_not_its_first():
         dataclasses.replace(one, counter=2),
     ):
         assert first_mail(gone, part, [other]) is None, other
+    # a cover letter gives a version its unversioned patches may lack; patch 1 gives theirs
+    letter = dataclasses.replace(one, kind="cover", counter=0, version=5, version_explicit=True)
+    assert first_mail(gone, part, [letter]) == letter
     # patches hanging from it, 20 minutes away from patch 1: two postings
     away = dataclasses.replace(one, date=one.date + dt.timedelta(minutes=20))
     assert sorted(p.members for p in group_postings([away, part])) == [[one.msgid], ["q2"]]

@@ -1456,6 +1456,31 @@ def test_patches_replying_to_the_id_their_run_gave_a_rewritten_first_mail_are_it
     ]
 
 
+def test_unversioned_patches_replying_to_the_id_their_run_gave_a_rewritten_letter_are_its(
+    db, make, ingest_settings
+):
+    """Hao Xu sent `[PATCH v4 RESEND 0/4]` and, minutes later, `[PATCH v5 0/4]` (io-uring)
+    through Exchange, which gave each mail an id of its own; the patches, `[PATCH 1/4]`..`4/4`
+    without a version as in all his versions, replied to the ids their runs gave the letters.
+    Before, a letter was looked for at the patches' version only: each letter alone, each run's
+    patches a version 1 of their own."""
+    title = "fast poll multishot mode"
+    runs = []
+    exchange = "SG2PR01MB2411.prod.exchangelabs.com"
+    for version, minutes, server_id in ((4, 0, f"SG2PR01MB2411F802@{exchange}"),
+                                        (5, 15, f"SG2PR01MB241138ED@{exchange}")):
+        sent = make(SeriesSpec(title=title, version=version, patches=4,
+                               start_date=DEFAULT_START + dt.timedelta(minutes=minutes)))
+        sent[1:] = [with_header(raw, "Subject", header(raw, "Subject").replace(
+            f"[PATCH v{version} ", "[PATCH ")) for raw in sent[1:]]
+        runs.append(rewritten(sent, server_id))
+    store(db, [*runs[0], *runs[1]], ingest_settings)
+    (series,) = all_series(db)
+    assert [shape(v) for v in series["versions"]] == [
+        (version, msgs_id(sent[0]), ids(sent[1:]), True)
+        for version, sent in ((4, runs[0]), (5, runs[1]))]
+
+
 def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_its_own(
     db, make, ingest_settings
 ):
