@@ -242,7 +242,7 @@ def prepare_batch(batch: Batch, settings: IngestSettings) -> PreparedBatch:
     with no_collection():  # parsing makes no cycles worth a collection mid-batch
         for chunk in _chunks(mails, PARSED_CHUNK_BYTES):
             # All of a chunk parsed, then its rows built (and mail compressed): one mail at a
-            # time, the two took 12% more CPU (alternating runs on the ingest benchmark's mail).
+            # time, the two took 8-12% more CPU (alternating runs on the benchmark's mail).
             for mail, read in zip(chunk, [read_mail(mail, settings) for mail in chunk],
                                   strict=True):
                 row = read if isinstance(read, dict) else row_of(mail, read)
