@@ -1477,8 +1477,8 @@ def test_unversioned_patches_replying_to_the_id_their_run_gave_a_rewritten_lette
     store(db, [*runs[0], *runs[1]], ingest_settings)
     (series,) = all_series(db)
     assert [shape(v) for v in series["versions"]] == [
-        (version, msgs_id(sent[0]), ids(sent[1:]), True)
-        for version, sent in ((4, runs[0]), (5, runs[1]))]
+        (number, msgs_id(run[0]), ids(run[1:]), True)
+        for number, run in zip((4, 5), runs, strict=True)]
 
 
 def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_its_own(
