@@ -154,7 +154,10 @@ from bot.db.models import RulesEdition
 # 38: the rewritten first mail of a run (34) may be a cover letter of any version where the
 #    run's patches give none (`[PATCH v5 0/4]` over `[PATCH 1/4]`..; io-uring). As for 34, the
 #    threads stored apart stay apart until a new ingest.
-RULES_EDITION = 38
+# 39: a patch sent again changed in reply to the patch of its number, under its title with a
+#    remark after it (`... templates (repost)`), is a correction as under a tag (rule 9;
+#    linux-fscrypt).
+RULES_EDITION = 39
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -84,7 +84,9 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    A patch sent again changed, under its title and number, in reply to the patch it replaces
    is in its posting so, a correction (`[PATCH v5 3/6 REPLACE]`, Nhat Pham's zswap series;
    `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` and `-fix` are not
-   (rule 6), nor the same diff sent again (`[PATCH RESEND 2/3]`).
+   (rule 6), nor the same diff sent again (`[PATCH RESEND 2/3]`). A remark after the title
+   is as a tag (Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)`, then `(repost with
+   fix)`, linux-fscrypt), and the shortlog names a patch so titled at its number.
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
@@ -186,7 +188,7 @@ from dataclasses import dataclass, field
 from bot.mail.shortlog import same_title
 from bot.mail.subject import point_of, says_fix_up, version_label
 from bot.series import rewritten_ids, unthreaded
-from bot.series.fix_ups import fix_ups
+from bot.series.fix_ups import fix_ups, fixed_title
 from bot.series.parts import ThreadMessage, same_author
 from bot.series.undated import UNDATED_FIRST
 
@@ -251,7 +253,7 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
         # rule 9: sent again changed, under its title, in reply to the patch it replaces (the
         # same diff sent again, a RESEND of one patch, changes nothing a test applies)
         return (parent.total == patch.total > 1 and parent.release == patch.release
-                and same_title(parent.title, patch.title)
+                and _titled(patch, parent.title)
                 and patch.fingerprint is not None and parent.fingerprint is not None
                 and patch.fingerprint != parent.fingerprint)
     return (
@@ -260,6 +262,20 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
         # a patch that forgot `-v` continues its sibling, as it does a cover letter
         and (parent.release == patch.release or not patch.version_explicit)
     )
+
+
+# A remark after a patch's title, as its tags would carry it: `... templates (repost)`.
+_TITLE_REMARK = re.compile(r"\s*(?:\([^()]*\)|\[[^\[\]]*\])\s*$")
+
+
+def _titled(patch: ThreadMessage, title: str) -> bool:
+    """Whether `patch` is sent under `title` (rule 9): the same, or with a remark after it
+    that a tag would carry (Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)`, linux-fscrypt),
+    unless the remark calls it a fix-up (`(fix)`, rule 6)."""
+    if same_title(title, patch.title):
+        return True
+    bare = _TITLE_REMARK.sub("", patch.title)
+    return bare != patch.title and fixed_title(patch) is None and same_title(title, bare)
 
 
 def _by_date(msg: ThreadMessage) -> tuple[dt.datetime, int, str]:
@@ -1003,7 +1019,7 @@ def _meant(copies: list[ThreadMessage], cover: ThreadMessage | None,
                              f"patch; using {first.msgid}, the first copy")
         return first
     listed = _listed_at(cover.shortlog, chosen) if cover is not None else ()
-    named = [m for m in copies if any(same_title(m.title, t) for t in listed)]
+    named = [m for m in copies if any(_titled(m, t) for t in listed)]
     if named and len(named) < len(copies):
         chosen = named[-1]
         posting.notes.append(f"patch {chosen.counter}/{chosen.total} was sent twice, as "

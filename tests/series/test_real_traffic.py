@@ -1128,15 +1128,19 @@ def test_a_v2_sent_in_reply_to_a_letter_over_one_patch_leaves_v1_its_letter(
         first, (2, None, [msgs_id(v2)], True)]
 
 
-@pytest.mark.parametrize("tag", ["REPLACE", "- revised"])
+@pytest.mark.parametrize("subject", [
+    "[PATCH 2/3 REPLACE] {title}", "[PATCH 2/3 - revised] {title}",
+    "[PATCH 2/3] {title} (repost)", "[PATCH 2/3] {title}  (repost with fix)"])
 def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
-    db, make, ingest_settings, tag
+    db, make, ingest_settings, subject
 ):
     """`[PATCH v5 3/6 REPLACE]` in reply to 3/6, two days after a `(fix)` to fold into it
-    (Nhat Pham's zswap series, linux-mm and linux-kselftest), or Neil Brown's `[PATCH 01/21 -
-    revised]`: the version's patch is the replacement (b4 and Andrew Morton read it so), and
-    the fix-up stays apart. Before, the replacement was a posting of one patch never tested,
-    and the version kept the patch it replaced."""
+    (Nhat Pham's zswap series, linux-mm and linux-kselftest), Neil Brown's `[PATCH 01/21 -
+    revised]`, or Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)` and `(repost with fix)`
+    (linux-fscrypt): the version's patch is the replacement (b4 and Andrew Morton read it so),
+    and the fix-up stays apart. Before, the replacement was a posting of one patch never
+    tested, and the version kept the patch it replaced; a remark after the title was read as
+    another title until rules edition 39."""
     v1 = make(V1)
     title = header(v1[2], "Subject").split("] ", 1)[1]
     changed = make(dataclasses.replace(V1, version=2, same_changes_as=V1, revised=(2,)))[2]
@@ -1146,7 +1150,7 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
                              start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
     fix = with_header(fix, "Subject", f"[PATCH 2/3] {title} (fix)")
     replacement = changed
-    for name, value in (("Subject", f"[PATCH 2/3 {tag}] {title}"),
+    for name, value in (("Subject", subject.format(title=title)),
                         ("In-Reply-To", f"<{msgs_id(v1[2])}>"),
                         ("References", f"<{msgs_id(v1[0])}> <{msgs_id(v1[2])}>"),
                         ("Date", "Tue, 22 Dec 2026 09:00:00 +0000")):
