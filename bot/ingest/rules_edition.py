@@ -157,7 +157,10 @@ from bot.db.models import RulesEdition
 # 39: a patch sent again changed in reply to the patch of its number, under its title with a
 #    remark after it (`... templates (repost)`), is a correction as under a tag (rule 9;
 #    linux-fscrypt).
-RULES_EDITION = 39
+# 40: a lettered variant of a version (`[PATCH v3a 0/2]`) is that version's point release, not
+#    v1; a tree's release in the tags (`[PATCH for v5.9]`, `[PATCH v10 rebased on v6.4]`) is
+#    no version (`bot.mail.subject`; keyrings, linux-fscrypt, linux-parisc, linux-ide).
+RULES_EDITION = 40
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -26,7 +26,10 @@ The rules are b4's:
 - anything else in the brackets is an extra prefix: a tree (`mm-unstable`, `net-next`), `GIT`.
 - beyond b4, a point version (`[PATCH v4.1 9/9]`, Darrick Wong's respin of one patch of v4, or
   `[PATCHSET v2.2 0/4]`) is version 4, its tag kept among the prefixes (`point_of`), where b4
-  reads no version at all (1);
+  reads no version at all (1); so is a lettered variant (`[PATCH v3a 0/2]`, `v4b`: v3.1,
+  v4.2, named as written), but not a tree's release (`[PATCH for v5.9]`, `[PATCH v10 rebased
+  on v6.4 00/25]`: after `for`, `on`, `onto`, `against` or `to`), and a version read before
+  in the group stands;
 - beyond b4, a version is ASCII digits up to `MAX_VERSION` (counters have four digits at most):
   `[PATCH v3000000000]` is a prefix with a note, not a number no database column holds; and
   only the first `MAX_SUBJECT` characters are parsed.
@@ -48,7 +51,12 @@ _GROUP = re.compile(r"\[([^]]*)]\s*")
 _GLUED_VERSION = re.compile(r"(patch|rfc)(v\d+)", re.I)  # [PATCHv3]
 _COUNTERS = re.compile(r"(\d{1,4})/(\d{1,4})")
 _HG_COUNTERS = re.compile(r"(?<!\S)(\d{1,4}) of (\d{1,4})(?!\S)", re.I)  # [PATCH 1 of 2]
-_POINT_VERSION = re.compile(r"[vV](\d{1,4})\.(\d{1,3})", re.A)  # v4.1: a point release of v4
+# v4.1, a point release of v4; v3a, a variant of v3 (read as v3.1; letters a-f, so `v4l` is no
+# variant of v4)
+_POINT_VERSION = re.compile(r"[vV](\d{1,4})(?:\.(\d{1,3})|([a-fA-F]))", re.A)
+# Words that make the release after them a tree's: `[PATCH for v5.9]`, `[PATCH v10 rebased on
+# v6.4 00/25]`.
+_TREE_RELEASE_AFTER = frozenset({"for", "on", "onto", "against", "to"})
 _FIX_UP = re.compile(r"-?fix(?:up)?\d*", re.I | re.A)  # [PATCH v6 10/13 -fix], `fix2`, `fixup`
 MAX_VERSION = 9999  # no series reaches it; far inside every integer column
 MAX_SUBJECT = 2000  # characters parsed: 0.05 s at worst (16,384 "[" took 3.4 s)
@@ -87,6 +95,7 @@ def parse_subject(raw: str) -> Subject:
     version, version_explicit = 1, False
     counter, total, counters_explicit = 1, 1, False
     prefixes: list[str] = []
+    previous = ""  # the word before, lower-cased
     groups = 0  # the bracketed groups read so far
     counters_from: int | None = None  # the group the counters came from
     version_from: int | None = None  # the group the version came from
@@ -104,6 +113,7 @@ def parse_subject(raw: str) -> Subject:
             bracketed = _HG_COUNTERS.sub(r"\1/\2", bracketed)
         for word in bracketed.replace(",", " ").split():
             chunk = word.strip(";")
+            after, previous = previous, chunk.lower()
             head = chunk[:1]
             if head.isdigit() and "/" in chunk and _COUNTERS.fullmatch(chunk):
                 if counters_from in (None, groups):
@@ -125,8 +135,10 @@ def parse_subject(raw: str) -> Subject:
                     continue
                 notes.append(f"Subject: {chunk[:40]!r} is not a version (1 to {MAX_VERSION}); "
                              "kept as a prefix")
-            elif (point := _POINT_VERSION.fullmatch(option)) and version_from in (None, groups):
-                # and the tag stays a prefix
+            elif ((point := _POINT_VERSION.fullmatch(option)) and version_from is None
+                  and after not in _TREE_RELEASE_AFTER):
+                # and the tag stays a prefix; a version read before stands (`[PATCH v10
+                # rebased on v6.4]`), and a release named as a tree's is none
                 version, version_explicit, version_from = int(point[1]), True, groups
             lower = chunk.lower()
             if lower.startswith("patch"):
@@ -154,13 +166,24 @@ def parse_subject(raw: str) -> Subject:
     )
 
 
-def point_of(version: int, prefixes: tuple[str, ...] | list[str]) -> int:
-    """The point release of `version` its subject prefixes name: 1 for `v4.1`, 0 for none."""
+def _point_tag(version: int, prefixes: tuple[str, ...] | list[str]) -> re.Match[str] | None:
+    """The tag among a subject's prefixes that names a point release of `version`, if any."""
+    after = ""
     for prefix in prefixes:
         point = _POINT_VERSION.fullmatch(prefix.lstrip("-"))
-        if point and int(point[1]) == version:
-            return int(point[2])
-    return 0
+        if point and int(point[1]) == version and after not in _TREE_RELEASE_AFTER:
+            return point
+        after = prefix.lower()
+    return None
+
+
+def point_of(version: int, prefixes: tuple[str, ...] | list[str]) -> int:
+    """The point release of `version` its subject prefixes name: 1 for `v4.1` and for `v4a`,
+    2 for `v4b`, 0 for none."""
+    point = _point_tag(version, prefixes)
+    if point is None:
+        return 0
+    return int(point[2]) if point[2] else ord(point[3].lower()) - ord("a") + 1
 
 
 def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
@@ -170,6 +193,8 @@ def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
 
 
 def version_label(version: int, prefixes: tuple[str, ...] | list[str]) -> str:
-    """How the author wrote the version: `v4.1` for a point release, else `v4`."""
-    point = point_of(version, prefixes)
-    return f"v{version}.{point}" if point else f"v{version}"
+    """How the author wrote the version: `v4.1` or `v4a` for a point release, else `v4`."""
+    point = _point_tag(version, prefixes)
+    if point is None:
+        return f"v{version}"
+    return f"v{version}.{int(point[2])}" if point[2] else f"v{version}{point[3].lower()}"

@@ -48,6 +48,15 @@ from bot.mail.subject import parse_subject, says_fix_up, version_label
         ("[PATCH 5.10.y] stable", dict(version=1, version_explicit=False, prefixes=("5.10.y",))),
         ("[PATCH v4.1234] too fine", dict(version=1, version_explicit=False)),
         ("[PATCH v\u0663.1] not ASCII", dict(version=1, version_explicit=False)),
+        # A lettered variant is a point release too (Roberto Sassu's, linux-fscrypt; b4: 1).
+        ("[RFC][PATCH v3a 06/11] fsverity: x", dict(version=3, version_explicit=True, counter=6,
+                                                   total=11, prefixes=("v3a",), rfc=True)),
+        ("[PATCH v4l] no variant", dict(version=1, version_explicit=False, prefixes=("v4l",))),
+        # A tree's release is no version, nor does it displace the version before it.
+        ("[PATCH v10 rebased on v6.4 00/25] DEPT", dict(version=10, counter=0, total=25,
+                                                        prefixes=("rebased", "on", "v6.4"))),
+        ("[PATCH for v5.9] ARM: dts: x", dict(version=1, version_explicit=False,
+                                              prefixes=("for", "v5.9"))),
         # Mercurial's `hg email` counters, with its version flag.
         ("[PATCH 1 of 2] hg: first", dict(counter=1, total=2, counters_explicit=True,
                                           prefixes=(), title="hg: first")),
@@ -143,7 +152,8 @@ def test_agrees_with_b4(raw: str) -> None:
     ("raw", "label"),
     [("[PATCH v4.1 9/9] x", "v4.1"), ("[PATCH -v3.2] x", "v3.2"), ("[PATCH v4 1/2] x", "v4"),
      ("[PATCH] x", "v1"), ("[PATCH v\u0663.1] x", "v1"),
-     ("[PATCH v12.10 mm-unstable] x", "v12.10")],
+     ("[PATCH v12.10 mm-unstable] x", "v12.10"), ("[PATCH v4a 00/38] x", "v4a"),
+     ("[PATCH v13B 00/18] x", "v13b"), ("[PATCH v5 for v5.9] x", "v5")],
 )
 def test_version_labels_say_what_the_author_wrote(raw: str, label: str) -> None:
     subject = parse_subject(raw)

@@ -820,6 +820,30 @@ def test_a_point_release_rerolls_the_release_before_it(
         assert said.endswith(" (v4.1, 3 patches)"), said  # what a reply calls it
 
 
+def test_a_lettered_variant_of_a_version_is_that_version(db, make, ingest_settings):
+    """Greg Joyce's `[PATCH v3a 0/2]` (keyrings), Roberto Sassu's `[RFC][PATCH v3a 00/11]`
+    (linux-fscrypt), Steven Rostedt's `[PATCH v4a 00/38]` (linux-parisc): a variant of v3,
+    between v3 and v4. b4 reads no version there (1), and lorelab read it as v1: a second "v1",
+    before v3. It is version 3, named `v3a`; a tree's release in the tags is no version
+    (`[PATCH v4 rebased on v6.4 0/2]`, `[PATCH for v5.9]`)."""
+    spec = SeriesSpec(title="generic and PowerPC accessor functions for arch keystore",
+                      patches=2)
+    v3, variant, v4 = (make(dataclasses.replace(spec, version=n, same_changes_as=spec,
+                                                revised=revised))
+                       for n, revised in ((3, ()), (4, (1,)), (5, (1, 2))))
+    variant = [raw.replace(b"[PATCH v4 ", b"[PATCH v3a ", 1) for raw in variant]
+    v4 = [raw.replace(b"[PATCH v5 ", b"[PATCH v4 rebased on v6.4 ", 1) for raw in v4]
+    assert header(variant[0], "Subject").startswith("[PATCH v3a 0/2] ")
+    store(db, [*v3, *variant, *v4], ingest_settings)
+    s = only_series(db)
+    assert [(v["label"], v["version"], v["complete"], v["received"]) for v in s["versions"]] == [
+        ("v3", 3, True, 2), ("v3a", 3, True, 2), ("v4", 4, True, 2)]
+    with db.session() as session:
+        version = session.get(SeriesVersion, s["versions"][1]["id"])
+        said = series_info(version).describe().replace("\x1f", " ")  # glued for wrapping
+        assert said.endswith(" (v3a, 2 patches)"), said  # what a reply calls it
+
+
 def test_the_mbox_holds_the_patches_lorelab_lists_where_b4_reads_otherwise(
     db, make, ingest_settings
 ):
