@@ -160,7 +160,9 @@ from bot.db.models import RulesEdition
 # 40: a lettered variant of a version (`[PATCH v3a 0/2]`) is that version's point release, not
 #    v1; a tree's release in the tags (`[PATCH for v5.9]`, `[PATCH v10 rebased on v6.4]`) is
 #    no version (`bot.mail.subject`; keyrings, linux-fscrypt, linux-parisc, linux-ide).
-RULES_EDITION = 40
+# 41: a patch sent in reply to the patch of its number that changes none of its files (`[SCST
+#    PATCH 08/15]`, for another project) does not replace it (rule 9; target-devel).
+RULES_EDITION = 41
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

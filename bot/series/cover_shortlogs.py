@@ -1,8 +1,15 @@
-"""A thread's postings grouped with its cover letters' shortlogs read, where the rows alone
-cannot tell what the author sent.
+"""A thread's postings grouped with what its rows alone do not say read where grouping needs it:
+the files of patches sent again in reply to the patch of their number, and cover letters'
+shortlogs.
+
+Whether a patch sent in reply to the patch of its number, under its title, replaces it (rule 9
+of `bot.series.grouping`) depends on the files both change: Tony Battersby's `[SCST PATCH
+08/15]` (target-devel), the same change for the out-of-tree SCST project, replaced the
+kernel's 08/15 before, and a test would have applied it to a kernel. The files of those few
+patches are read with the thread's rows, before grouping.
 
 A cover letter is its `git send-email` run's own, and its shortlog (`bot.mail.shortlog`) names
-the patches that run sent. Grouping (`bot.series.grouping`) asks for it in two cases:
+the patches that run sent. Grouping asks for it in two cases:
 
 - rule 9, a number sent twice as two different patches: `git send-email dir/*.patch` on a
   folder that still holds an earlier run's files sends both. Mike Rapoport's "secretmem:
@@ -29,10 +36,11 @@ from bot.db.models import Message
 from bot.db.value_lists import in_param
 from bot.mail.parse import parse_message
 from bot.mail.shortlog import read_shortlog
-from bot.series.grouping import Posting, group_postings
+from bot.series.grouping import Posting, group_postings, sent_again_in_reply
 from bot.series.parts import ThreadMessage, thread_message
 
 _RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
+_FILES = sa.select(Message.msgid, Message.files).where(in_param(Message.id, "ids"))
 
 
 def group_thread(conn: sa.Connection, parts: list[Any],
@@ -40,7 +48,7 @@ def group_thread(conn: sa.Connection, parts: list[Any],
     """The postings of one thread's rows `parts` (`bot.series.grouping`), the cover letters'
     shortlogs read where grouping asks for them. `resent_covers`: rows of copies of its cover
     letters kept in other threads (`bot.series.shared_ids.resent_covers`)."""
-    messages = [thread_message(r._mapping) for r in parts]
+    messages = _with_paths(conn, parts, [thread_message(r._mapping) for r in parts])
     copies = [(r.claimed_msgid, thread_message(r._mapping)) for r in resent_covers]
     postings = group_postings(messages, _by_claim(copies))
     letters = {p.cover for p in postings if p.needs_shortlog}
@@ -56,6 +64,19 @@ def group_thread(conn: sa.Connection, parts: list[Any],
 
     return group_postings([read(m) for m in messages],
                           _by_claim([(claimed, read(m)) for claimed, m in copies]))
+
+
+def _with_paths(conn: sa.Connection, parts: list[Any],
+                messages: list[ThreadMessage]) -> list[ThreadMessage]:
+    """`messages` with the files read of those grouping compares by them."""
+    wanted = sent_again_in_reply(messages)
+    if not wanted:
+        return messages
+    ids = [r.id for r in parts if r.msgid in wanted]
+    paths = {msgid: frozenset(f["path"] for f in files or ())
+             for msgid, files in conn.execute(_FILES, {"ids": ids})}
+    return [dataclasses.replace(m, paths=paths[m.msgid]) if m.msgid in paths else m
+            for m in messages]
 
 
 def _by_claim(copies: list[tuple[str, ThreadMessage]]) -> dict[str, list[ThreadMessage]]:

@@ -84,9 +84,12 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    A patch sent again changed, under its title and number, in reply to the patch it replaces
    is in its posting so, a correction (`[PATCH v5 3/6 REPLACE]`, Nhat Pham's zswap series;
    `[PATCH 01/21 - revised]`, Neil Brown's swap.h), where `... (fix)` and `-fix` are not
-   (rule 6), nor the same diff sent again (`[PATCH RESEND 2/3]`). A remark after the title
-   is as a tag (Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)`, then `(repost with
-   fix)`, linux-fscrypt), and the shortlog names a patch so titled at its number.
+   (rule 6), nor the same diff sent again (`[PATCH RESEND 2/3]`), nor a patch that changes
+   none of its files: Tony Battersby sent `[SCST PATCH 08/15]`, the same change for the
+   out-of-tree SCST project, in reply to the kernel's `[PATCH 08/15]` (target-devel). A
+   remark after the title is as a tag (Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)`,
+   then `(repost with fix)`, linux-fscrypt), and the shortlog names a patch so titled at its
+   number.
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
@@ -255,13 +258,30 @@ def _continues(patch: ThreadMessage, parent: ThreadMessage) -> bool:
         return (parent.total == patch.total > 1 and parent.release == patch.release
                 and _titled(patch, parent.title)
                 and patch.fingerprint is not None and parent.fingerprint is not None
-                and patch.fingerprint != parent.fingerprint)
+                and patch.fingerprint != parent.fingerprint
+                # a patch for another project sent beside it (`[SCST PATCH 08/15]`) changes
+                # none of its files
+                and (patch.paths is None or parent.paths is None
+                     or not patch.paths.isdisjoint(parent.paths)))
     return (
         parent.total == patch.total > 1
         and parent.counter != patch.counter
         # a patch that forgot `-v` continues its sibling, as it does a cover letter
         and (parent.release == patch.release or not patch.version_explicit)
     )
+
+
+def sent_again_in_reply(messages: Iterable[ThreadMessage]) -> set[str]:
+    """The msgids of the patches sent in reply to a patch of their own number and size, and
+    of the patches they reply to: whether one replaces the other (rule 9) depends on the files
+    both change (`ThreadMessage.paths`), which only these need."""
+    by_id = {m.msgid: m for m in messages if m.kind == "patch"}
+    found: set[str] = set()
+    for msg in by_id.values():
+        parent = by_id.get(msg.hook) if msg.hook else None
+        if parent is not None and (parent.counter, parent.total) == (msg.counter, msg.total):
+            found.update((msg.msgid, parent.msgid))
+    return found
 
 
 # A remark after a patch's title, as its tags would carry it: `... templates (repost)`.

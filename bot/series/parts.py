@@ -55,6 +55,9 @@ class ThreadMessage:
     # a cover letter's titles by author (`bot.mail.shortlog`), read only where grouping asks
     # (`bot.series.cover_shortlogs`)
     shortlog: tuple[tuple[str, ...], ...] = ()
+    # the files its diff touches, read only where grouping asks (`sent_again_in_reply`); None
+    # where not read
+    paths: frozenset[str] | None = None
 
     @property
     def is_posting_part(self) -> bool:

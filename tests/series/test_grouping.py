@@ -7,7 +7,12 @@ import datetime as dt
 import itertools
 import random
 
-from bot.series.grouping import ThreadMessage, group_postings, series_title
+from bot.series.grouping import (
+    ThreadMessage,
+    group_postings,
+    sent_again_in_reply,
+    series_title,
+)
 from bot.series.rewritten_ids import first_mail
 
 START = dt.datetime(2026, 11, 30, 10, 0, tzinfo=dt.UTC)
@@ -726,6 +731,15 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_replaces_it():
                   again("s2", fingerprint="diff of a2"),
                   again("v2", version=2, version_explicit=True)):
         assert found([*thread, other])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])
+    # The files it changes, where read: one of the patch's (a correction), or none of them
+    # (Tony Battersby's `[SCST PATCH 08/15]`, the change for another project: apart).
+    kernel = {m.msgid: dataclasses.replace(m, paths=frozenset({"drivers/scsi/qla_target.c"}))
+              for m in thread}
+    fixed, scst = again("r2", paths=frozenset({"drivers/scsi/qla_target.c", "x.h"})), again(
+        "k2", prefixes=("SCST",), paths=frozenset({"qla2x00t-32gbit/scst_qla2xxx.c"}))
+    assert sent_again_in_reply([*kernel.values(), scst]) == {"a2", "k2"}
+    assert found([*kernel.values(), fixed]) == [(1, "a0", ["a0", "a1", "r2", "a3"])]
+    assert found([*kernel.values(), scst])[0] == (1, "a0", ["a0", "a1", "a2", "a3"])
 
 
 def test_every_patch_sent_again_later_each_in_reply_to_itself_is_a_posting_of_its_own():

@@ -24,6 +24,7 @@ from bot.db.models import SeriesVersion
 from bot.demo.threads import (
     DEFAULT_POOL,
     DEFAULT_START,
+    EDITS,
     SeriesSpec,
     make_reply,
     make_series,
@@ -1194,6 +1195,26 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
     assert mbox.count("subject: [patch") == 3 and "(fix)" not in mbox
     assert f"message-id: <{msgs_id(replacement)}>".lower() in mbox
     assert f"message-id: <{msgs_id(v1[2])}>".lower() not in mbox
+
+
+def test_a_patch_for_another_project_sent_in_reply_to_its_kernel_patch_replaces_nothing(
+    db, make, ingest_settings
+):
+    """Tony Battersby's qla2xxx series (target-devel): after some of its patches, `[SCST PATCH
+    08/15]` under the same title in reply to the kernel's 08/15, the change for the
+    out-of-tree SCST project, which touches none of the kernel patch's files. Before, it
+    replaced the kernel's patch as a correction (rule 9): the version held four patches a
+    kernel tree cannot apply. A patch sent so that changes the same files still replaces it."""
+    v1 = make(V1)
+    title = header(v1[2], "Subject").split("] ", 1)[1]
+    other = next(c for c in EDITS if c.path not in {c.path for c in series_changes(V1)})
+    (scst,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(other,),
+                              in_reply_to=f"<{msgs_id(v1[2])}>",
+                              start_date=V1.date + dt.timedelta(minutes=1)))
+    scst = with_header(scst, "Subject", f"[SCST PATCH 2/3] {title}")
+    store(db, [*v1, scst], ingest_settings)
+    assert sorted((shape(v) for s in all_series(db) for v in s["versions"]), key=str) == [
+        (1, msgs_id(v1[0]), ids(v1[1:]), True), (1, None, [msgs_id(scst)], False)]
 
 
 def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
