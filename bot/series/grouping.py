@@ -309,6 +309,13 @@ def group_postings(
     """Postings found among `messages` (usually one thread), in order of their dates.
     `resent_covers`: copies of the thread's cover letters, sent under their Message-IDs and
     kept elsewhere (in threads of their own), by the id they claim (rule 13)."""
+    messages = list(messages)
+    if len(messages) == 1 and messages[0].kind == "patch" and not resent_covers:
+        # A thread's one part, a patch (most threads of a list of one-patch series): the
+        # posting the rules below would find, named as rule 3 or rule 2 names it, without
+        # their passes (`test_a_lone_patch_is_grouped_as_in_a_thread_of_more`).
+        lone = messages[0]
+        return [_posting(lone.hook or lone.msgid, [lone], {lone.msgid: lone})]
     copies = [c for found in (resent_covers or {}).values() for c in found]
     by_id = _with_covers({m.msgid: m for m in [*messages, *copies]})
     misnumbered, own_revisions = _misnumbered(by_id)  # rules 10 and 18

@@ -987,3 +987,23 @@ def test_patches_tagging_their_own_revisions_are_the_unversioned_cover_letters()
     later = dataclasses.replace(patches[1], msgid="b2", date=START + dt.timedelta(days=3))
     assert [(p.version, p.members) for p in group_postings([head, *patches, later])
             ] == [(1, ["a0", "a1", "a2", "a3", "a4"]), (2, ["b2"])]
+
+
+def test_a_lone_patch_is_grouped_as_in_a_thread_of_more():
+    """A thread's one part, a patch, takes a shortcut (most threads of kernel-janitors): its
+    posting is the one the rules give it among other messages that change nothing (a review
+    of another thread's), whatever its threading, numbers, tags and diff."""
+    unrelated = msg("elsewhere", "another-thread", kind="review", author="rita@example.org")
+    shapes = [
+        {}, {"in_reply_to": "missing-review", "references": ("missing-review",)},
+        {"in_reply_to": None, "references": ("missing-cover", "missing-review")},
+        {"counter": 2, "total": 5}, {"counter": 3, "total": 3, "in_reply_to": "c0",
+                                     "references": ("c0",)},
+        {"has_diff": False}, {"title": "title (fix)"}, {"prefixes": ("-fix",)},
+        {"prefixes": ("v4.1",), "version": 4, "version_explicit": True},
+        {"version": 2, "version_explicit": True, "resend": True, "rfc": True},
+        {"date": None}, {"counter": 2, "total": 4, "date": None},
+    ]
+    for changes in shapes:
+        lone = dataclasses.replace(msg("p1"), fingerprint="diff of p1", **changes)
+        assert group_postings([lone]) == group_postings([lone, unrelated]), changes
