@@ -1003,6 +1003,9 @@ def test_a_lone_patch_is_grouped_as_in_a_thread_of_more():
         {"prefixes": ("v4.1",), "version": 4, "version_explicit": True},
         {"version": 2, "version_explicit": True, "resend": True, "rfc": True},
         {"date": None}, {"counter": 2, "total": 4, "date": None},
+        # in reply to the id `git send-email` gave its run's first mail (rule 3's rewritten ids)
+        {"counter": 1, "total": 3, "in_reply_to": "20261130100000.10355-1-ada@example.org",
+         "references": ()},
     ]
     for changes in shapes:
         lone = dataclasses.replace(msg("p1"), fingerprint="diff of p1", **changes)
