@@ -58,6 +58,7 @@ _POINT_VERSION = re.compile(r"[vV](\d{1,4})(?:\.(\d{1,3})|([a-fA-F]))", re.A)
 # v6.4 00/25]`.
 _TREE_RELEASE_AFTER = frozenset({"for", "on", "onto", "against", "to"})
 _FIX_UP = re.compile(r"-?fix(?:up)?\d*", re.I | re.A)  # [PATCH v6 10/13 -fix], `fix2`, `fixup`
+_REPLACEMENT = re.compile(r"replace(?:ment)?", re.I | re.A)  # [PATCH v2 07/23 replacement]
 MAX_VERSION = 9999  # no series reaches it; far inside every integer column
 MAX_SUBJECT = 2000  # characters parsed: 0.05 s at worst (16,384 "[" took 3.4 s)
 
@@ -190,6 +191,13 @@ def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
     """Whether a subject's tags mark its patch a fix-up to fold into the patch of its number
     (mm's `[PATCH v6 10/13 -fix]`, `[PATCH v3 10/13 fix2]`), not that patch sent again."""
     return any(_FIX_UP.fullmatch(prefix) for prefix in prefixes)
+
+
+def says_replacement(prefixes: tuple[str, ...] | list[str]) -> bool:
+    """Whether a subject's tags mark its patch the replacement of the patch of its number, under
+    its title or another (`[PATCH v5 3/6 REPLACE]`, Hugh Dickins' `[PATCH v2 07/23
+    replacement]`)."""
+    return any(_REPLACEMENT.fullmatch(prefix) for prefix in prefixes)
 
 
 def version_label(version: int, prefixes: tuple[str, ...] | list[str]) -> str:

@@ -89,7 +89,10 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    out-of-tree SCST project, in reply to the kernel's `[PATCH 08/15]` (target-devel). A
    remark after the title is as a tag (Mimi Zohar's `[PATCH v9 4/7] ... templates (repost)`,
    then `(repost with fix)`, linux-fscrypt), and the shortlog names a patch so titled at its
-   number.
+   number. A patch whose tags call it the replacement of its number replaces it under any
+   title, sent anywhere in the posting's thread, whatever the shortlog lists: Hugh Dickins'
+   `[PATCH v2 07/23 replacement] mips: add pte_unmap() ...`, a new patch for 07/23, in reply
+   to his answer to a review of it (linux-ia64).
 10. A cover letter that says another version than the patches sent with it is theirs, read
    at their version: all of its patches (replies of its author and size) say one higher
    version, and came within minutes of it, from one `git send-email` run (`[PATCH v2 00/16]`
@@ -189,7 +192,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.mail.shortlog import same_title
-from bot.mail.subject import point_of, says_fix_up, version_label
+from bot.mail.subject import point_of, says_fix_up, says_replacement, version_label
 from bot.series import rewritten_ids, unthreaded
 from bot.series.fix_ups import fix_ups, fixed_title
 from bot.series.parts import ThreadMessage, same_author
@@ -734,14 +737,16 @@ def _join_additions(
     """Rule 6: a group of patches only, each an addition to the posting its first patch was
     sent into (the nearest ancestor that is a part of another group, through reviews by
     References): same author, RESEND flag and version (or none given), numbered beyond the
-    posting's size. The group joins that posting."""
+    posting's size; or each the replacement its tags say it is of the posting's patch of its
+    number (rule 9). The group joins that posting."""
     member_of = {m.msgid: anchor for anchor, group in groups.items() for m in group}
     firsts = {anchor: min(group, key=_by_date) for anchor, group in groups.items()}
     for anchor in sorted(firsts, key=lambda a: _by_date(firsts[a])):
         group = groups[anchor]
         into = next((p for p in firsts[anchor].parents() if member_of.get(p, anchor) != anchor),
                     None)  # fmt: skip
-        if into is None or not all(_adds_to(m, by_id[into]) for m in group):
+        if into is None or not all(_adds_to(m, by_id[into]) or _replaces(m, by_id[into])
+                                   for m in group):
             continue
         target = member_of[into]
         groups[target] = sorted(groups[target] + group, key=_by_date)
@@ -1001,6 +1006,18 @@ def _adds_to(msg: ThreadMessage, part: ThreadMessage) -> bool:
     )
 
 
+def _replaces(msg: ThreadMessage, part: ThreadMessage) -> bool:
+    """Whether `msg`, sent into the posting that holds `part`, says it replaces the posting's
+    patch of its number (rule 9), whatever its title."""
+    return (
+        msg.kind == "patch"
+        and says_replacement(msg.prefixes)
+        and same_author(msg, part)
+        and msg.total == part.total > 1
+        and (msg.release == part.release or not msg.version_explicit)
+    )
+
+
 def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> Posting:
     first = group[0]
     posting = Posting(
@@ -1033,8 +1050,9 @@ def _posting(anchor: str, group: list[ThreadMessage], by_id: dict[str, ThreadMes
 def _meant(copies: list[ThreadMessage], cover: ThreadMessage | None,
            posting: Posting) -> ThreadMessage:
     """Of the patches sent under one number (in date order), the one the author meant (rule
-    9): the one the cover letter's shortlog lists there, else the later one (a correction);
-    the first of copies of one patch sent by one run."""
+    9): the later one when its tags call it the replacement, else the one the cover letter's
+    shortlog lists there, else the later one (a correction); the first of copies of one patch
+    sent by one run."""
     chosen = copies[-1]
     if len(copies) == 1:
         return chosen
@@ -1045,6 +1063,10 @@ def _meant(copies: list[ThreadMessage], cover: ThreadMessage | None,
         posting.notes.append(f"patch {first.counter}/{first.total} was sent twice, the same "
                              f"patch; using {first.msgid}, the first copy")
         return first
+    if says_replacement(chosen.prefixes):  # over the patch the cover letter lists
+        posting.notes.append(f"patch {chosen.counter}/{chosen.total} was replaced; using "
+                             f"{chosen.msgid}, sent as its replacement")
+        return chosen
     listed = _listed_at(cover.shortlog, chosen) if cover is not None else ()
     named = [m for m in copies if any(_titled(m, t) for t in listed)]
     if named and len(named) < len(copies):

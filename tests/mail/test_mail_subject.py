@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.mail.subject import parse_subject, says_fix_up, version_label
+from bot.mail.subject import parse_subject, says_fix_up, says_replacement, version_label
 
 
 @pytest.mark.parametrize(
@@ -171,3 +171,16 @@ def test_version_labels_say_what_the_author_wrote(raw: str, label: str) -> None:
 ])
 def test_fix_up_tags_mark_a_patch_to_fold(raw: str, fix_up: bool) -> None:
     assert says_fix_up(parse_subject(raw).prefixes) is fix_up
+
+
+@pytest.mark.parametrize(("raw", "replacement"), [
+    ("[PATCH v2 07/23 replacement] mips: add pte_unmap() to balance pte_offset_map()", True),
+    ("[PATCH v5 3/6 REPLACE] zswap: make shrinking memcg-aware", True),
+    ("[PATCH v2 07/23 fix] mips: update_mmu_cache() can replace __update_tlb(): fix", False),
+    ("[PATCH v2 3/5] mm: replace the lru walk", False),
+    ("[PATCH replace-lru 1/2] mm: x", False),
+])
+def test_replacement_tags_mark_a_patch_that_takes_its_numbers_place(
+    raw: str, replacement: bool
+) -> None:
+    assert says_replacement(parse_subject(raw).prefixes) is replacement

@@ -1186,7 +1186,9 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
     assert [shape(v) for v in s["versions"]] == [
         (1, msgs_id(v1[0]), [msgs_id(v1[1]), msgs_id(replacement), msgs_id(v1[3])], True)]
     versions = s["versions"]
-    assert versions[0]["notes"] == [f"patch 2/3 was sent twice; using {msgs_id(replacement)}"]
+    said = ("was replaced; using {}, sent as its replacement" if "REPLACE" in subject
+            else "was sent twice; using {}")
+    assert versions[0]["notes"] == ["patch 2/3 " + said.format(msgs_id(replacement))]
     assert [(f["message_id"], f["fixes"]) for f in versions[0]["fix_ups"]] == [
         (msgs_id(fix), 2)]
     with db.session() as session:
@@ -1195,6 +1197,54 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
     assert mbox.count("subject: [patch") == 3 and "(fix)" not in mbox
     assert f"message-id: <{msgs_id(replacement)}>".lower() in mbox
     assert f"message-id: <{msgs_id(v1[2])}>".lower() not in mbox
+
+
+@pytest.mark.parametrize("tag", ["replacement", "REPLACE", None])
+@pytest.mark.parametrize("answered", [True, False])
+def test_a_patch_its_tags_call_a_replacement_takes_its_numbers_place(
+    db, make, ingest_settings, tag, answered
+):
+    """Hugh Dickins' `[PATCH v2 07/23 replacement] mips: add pte_unmap() to balance
+    pte_offset_map()`, a week after v2, in reply to his answer to a review of 07/23 `mips:
+    update_mmu_cache() can replace __update_tlb()` (linux-ia64): a new patch under a new title
+    that takes 07/23's place (Andrew Morton swapped it so in mm), whatever the cover letter's
+    shortlog lists. Before, it was a "v2" of its own, 1 of 23 received and never tested, and
+    v2 kept the patch it replaced. Without the tag, such a patch stays a posting of its own."""
+    v1 = make(V1)
+    parent = v1[2]
+    if answered:
+        review = make_reply(v1[2], author=("Rita Reviewer", "rita@example.org"),
+                            body="This breaks the walk on mips.",
+                            date=V1.date + dt.timedelta(days=1))
+        parent = make_reply(review, author=V1.author, body="Right, a replacement follows.",
+                            date=V1.date + dt.timedelta(days=2))
+    spare = next(c for c in DEFAULT_POOL if c not in series_changes(V1))
+    (new,) = make(SeriesSpec(title="mm: keep the lru walk bounded", patches=1, cover=False,
+                             changes=(spare,), start_date=V1.date + dt.timedelta(days=7)))
+    tags = f"PATCH 2/3 {tag}" if tag else "PATCH 2/3"
+    new = with_header(new.replace(b"[PATCH] ", f"[{tags}] ".encode(), 1),
+                      "In-Reply-To", f"<{msgs_id(parent)}>")
+    new = with_header(new, "References", " ".join(
+        [header(parent, "References"), f"<{msgs_id(parent)}>"] if answered
+        else [f"<{msgs_id(v1[0])}>", f"<{msgs_id(v1[2])}>"]))
+    replies = [review, parent] if answered else []
+    expected = ([(1, msgs_id(v1[0]), ids(v1[1:]), True), (1, None, [msgs_id(new)], False)]
+                if tag is None else
+                [(1, msgs_id(v1[0]), [msgs_id(v1[1]), msgs_id(new), msgs_id(v1[3])], True)])
+    for order in ([*v1, *replies, new], [new, *replies[::-1], *v1[::-1]]):
+        emptied(db)
+        for mail in order:  # one delivery at a time
+            store(db, [mail], ingest_settings)
+        versions = sorted((shape(v) for s in all_series(db) for v in s["versions"]), key=str)
+        assert versions == expected
+    if tag is None:
+        return
+    (version,) = only_series(db)["versions"]
+    assert version["notes"] == [
+        f"patch 2/3 was replaced; using {msgs_id(new)}, sent as its replacement"]
+    with db.session() as session:
+        mbox = am_ready_mbox(session, session.get(SeriesVersion, version["id"])).decode()
+    assert msgs_id(new) in mbox and msgs_id(v1[2]) not in mbox
 
 
 def test_a_patch_for_another_project_sent_in_reply_to_its_kernel_patch_replaces_nothing(
