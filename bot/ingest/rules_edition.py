@@ -162,9 +162,9 @@ from bot.db.models import RulesEdition
 #    no version (`bot.mail.subject`; keyrings, linux-fscrypt, linux-parisc, linux-ide).
 # 41: a patch sent in reply to the patch of its number that changes none of its files (`[SCST
 #    PATCH 08/15]`, for another project) does not replace it (rule 9; target-devel).
-# 42: a patch whose tags call it a replacement (`[PATCH v2 07/23 replacement]`) replaces the
-#    patch of its number under any title, sent anywhere in the posting's thread (rule 9;
-#    linux-ia64).
+# 42: a patch whose tags call it a replacement (`[PATCH v2 07/23 replacement]`, `update`)
+#    replaces the patch of its number under any title, sent anywhere in the posting's thread
+#    (rule 9; linux-ia64).
 RULES_EDITION = 42
 
 _table = RulesEdition.__table__

@@ -58,7 +58,8 @@ _POINT_VERSION = re.compile(r"[vV](\d{1,4})(?:\.(\d{1,3})|([a-fA-F]))", re.A)
 # v6.4 00/25]`.
 _TREE_RELEASE_AFTER = frozenset({"for", "on", "onto", "against", "to"})
 _FIX_UP = re.compile(r"-?fix(?:up)?\d*", re.I | re.A)  # [PATCH v6 10/13 -fix], `fix2`, `fixup`
-_REPLACEMENT = re.compile(r"replace(?:ment)?", re.I | re.A)  # [PATCH v2 07/23 replacement]
+# [PATCH v2 07/23 replacement], [PATCH v5 3/6 REPLACE], [PATCH v2 3/6 update]
+_REPLACEMENT = re.compile(r"replace(?:ment)?|updated?", re.I | re.A)
 MAX_VERSION = 9999  # no series reaches it; far inside every integer column
 MAX_SUBJECT = 2000  # characters parsed: 0.05 s at worst (16,384 "[" took 3.4 s)
 
@@ -196,7 +197,7 @@ def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
 def says_replacement(prefixes: tuple[str, ...] | list[str]) -> bool:
     """Whether a subject's tags mark its patch the replacement of the patch of its number, under
     its title or another (`[PATCH v5 3/6 REPLACE]`, Hugh Dickins' `[PATCH v2 07/23
-    replacement]`)."""
+    replacement]`, Qi Zheng's `[PATCH v2 3/6 update]`)."""
     return any(_REPLACEMENT.fullmatch(prefix) for prefix in prefixes)
 
 

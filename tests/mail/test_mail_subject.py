@@ -176,9 +176,12 @@ def test_fix_up_tags_mark_a_patch_to_fold(raw: str, fix_up: bool) -> None:
 @pytest.mark.parametrize(("raw", "replacement"), [
     ("[PATCH v2 07/23 replacement] mips: add pte_unmap() to balance pte_offset_map()", True),
     ("[PATCH v5 3/6 REPLACE] zswap: make shrinking memcg-aware", True),
+    ("[PATCH v2 3/6 update] mm: pgtable: convert some architectures to use x", True),
+    ("[PATCH 2/5 UPDATED] mm: x", True),
     ("[PATCH v2 07/23 fix] mips: update_mmu_cache() can replace __update_tlb(): fix", False),
     ("[PATCH v2 3/5] mm: replace the lru walk", False),
     ("[PATCH replace-lru 1/2] mm: x", False),
+    ("[PATCH updates 1/2] mm: x", False),
 ])
 def test_replacement_tags_mark_a_patch_that_takes_its_numbers_place(
     raw: str, replacement: bool

@@ -1199,7 +1199,7 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
     assert f"message-id: <{msgs_id(v1[2])}>".lower() not in mbox
 
 
-@pytest.mark.parametrize("tag", ["replacement", "REPLACE", None])
+@pytest.mark.parametrize("tag", ["replacement", "REPLACE", "update", None])
 @pytest.mark.parametrize("answered", [True, False])
 def test_a_patch_its_tags_call_a_replacement_takes_its_numbers_place(
     db, make, ingest_settings, tag, answered
