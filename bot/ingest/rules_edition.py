@@ -165,7 +165,10 @@ from bot.db.models import RulesEdition
 # 42: a patch whose tags call it a replacement (`[PATCH v2 07/23 replacement]`, `update`)
 #    replaces the patch of its number under any title, sent anywhere in the posting's thread
 #    (rule 9; linux-ia64).
-RULES_EDITION = 42
+# 43: a numbered patch sent by `git send-email --in-reply-to=<review>` (its References the
+#    review's id alone) is read as sent where the review's References lead: an addition or a
+#    replacement of that posting (`bot.series.cover_shortlogs`; linux-arch).
+RULES_EDITION = 43
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

@@ -1,6 +1,13 @@
 """A thread's postings grouped with what its rows alone do not say read where grouping needs it:
-the files of patches sent again in reply to the patch of their number, and cover letters'
-shortlogs.
+the ancestors of patches sent in reply to a review, the files of patches sent again in reply to
+the patch of their number, and cover letters' shortlogs.
+
+Grouping finds the posting a patch is sent into up its References (rules 6 and 9 of
+`bot.series.grouping`: `[PATCH 4/3]` or `[PATCH v6 2/4 update]` in reply to a review), and reads
+the thread's posting parts only, not its reviews. `git send-email --in-reply-to=<review>` writes
+the review's id alone there (Tianyu Lan's `[Update RFC PATCH V6 2/4]`, linux-arch): such a
+patch's References are completed from the review's, as a mail client that quotes the whole
+chain writes them.
 
 Whether a patch sent in reply to the patch of its number, under its title, replaces it (rule 9
 of `bot.series.grouping`) depends on the files both change: Tony Battersby's `[SCST PATCH
@@ -41,6 +48,9 @@ from bot.series.parts import ThreadMessage, thread_message
 
 _RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
 _FILES = sa.select(Message.msgid, Message.files).where(in_param(Message.id, "ids"))
+_ANCESTORS = sa.select(Message.msgid, Message.in_reply_to, Message.references).where(
+    in_param(Message.msgid, "msgids"))
+_ANCESTRY_DEPTH = 8  # replies to replies read up, each with its References cut
 
 
 def group_thread(conn: sa.Connection, parts: list[Any],
@@ -48,7 +58,8 @@ def group_thread(conn: sa.Connection, parts: list[Any],
     """The postings of one thread's rows `parts` (`bot.series.grouping`), the cover letters'
     shortlogs read where grouping asks for them. `resent_covers`: rows of copies of its cover
     letters kept in other threads (`bot.series.shared_ids.resent_covers`)."""
-    messages = _with_paths(conn, parts, [thread_message(r._mapping) for r in parts])
+    messages = _with_ancestry(conn, [thread_message(r._mapping) for r in parts])
+    messages = _with_paths(conn, parts, messages)
     copies = [(r.claimed_msgid, thread_message(r._mapping)) for r in resent_covers]
     postings = group_postings(messages, _by_claim(copies))
     letters = {p.cover for p in postings if p.needs_shortlog}
@@ -64,6 +75,40 @@ def group_thread(conn: sa.Connection, parts: list[Any],
 
     return group_postings([read(m) for m in messages],
                           _by_claim([(claimed, read(m)) for claimed, m in copies]))
+
+
+def _with_ancestry(conn: sa.Connection, messages: list[ThreadMessage]) -> list[ThreadMessage]:
+    """`messages` with the References of each numbered patch sent in reply to a message not
+    among them (a review), that name none of the thread's posting parts, completed from the
+    stored messages above it, where those lead to a part."""
+    rows = {m.msgid for m in messages}
+    parts = {m.msgid for m in messages if m.is_posting_part}
+    chains = {m.msgid: _chain(m.in_reply_to, m.references) for m in messages
+              if m.kind == "patch" and m.total > 1 and m.in_reply_to is not None
+              and m.in_reply_to not in rows and parts.isdisjoint(m.parents())}
+    read: set[str] = set()
+    for _ in range(_ANCESTRY_DEPTH):
+        wanted = {chain[0] for chain in chains.values()} - parts - read
+        if not wanted:
+            break
+        read |= wanted
+        above = {msgid: _chain(in_reply_to, references) for msgid, in_reply_to, references
+                 in conn.execute(_ANCESTORS, {"msgids": sorted(wanted)})}
+        for msgid, chain in chains.items():
+            if chain[0] in above:
+                chains[msgid] = [a for a in above[chain[0]] if a not in chain] + chain
+    completed = {msgid: tuple(chain) for msgid, chain in chains.items()
+                 if not parts.isdisjoint(chain)}
+    return [dataclasses.replace(m, references=completed[m.msgid]) if m.msgid in completed
+            else m for m in messages]
+
+
+def _chain(in_reply_to: str | None, references: Sequence[str] | None) -> list[str]:
+    """A message's ancestors, oldest first, as its References give them, its parent last."""
+    chain = list(references or ())
+    if in_reply_to is not None and (not chain or chain[-1] != in_reply_to):
+        chain = [m for m in chain if m != in_reply_to] + [in_reply_to]
+    return chain
 
 
 def _with_paths(conn: sa.Connection, parts: list[Any],

@@ -677,9 +677,12 @@ def test_a_series_resent_in_reply_to_its_last_patch_stays_apart(db, make, ingest
     ]
 
 
-def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
+@pytest.mark.parametrize("references", ["whole", "cut"])
+def test_additions_sent_later_extend_the_version(db, make, ingest_settings, references):
     """`[PATCH 4/3]`, sent days later in reply to a review of 3/3: the series is four patches
-    now (b4 reads it so too), not a second v1 that waits forever for patches 1 to 3."""
+    now (b4 reads it so too), not a second v1 that waits forever for patches 1 to 3. Sent by
+    `git send-email --in-reply-to=<review>`, its References name the review alone (`cut`):
+    the review's lead to the posting."""
     v1 = make(V1)
     review = make_reply(v1[3], author=("Rita Reviewer", "rita@example.org"),
                         body="This leaves the iterator stale.")
@@ -687,6 +690,8 @@ def test_additions_sent_later_extend_the_version(db, make, ingest_settings):
     (addition,) = make(SeriesSpec(title="unused", patches=1, cover=False, changes=(spare,),
                                   start_date=dt.datetime(2026, 12, 20, tzinfo=dt.UTC)))
     addition = sent_as_addition(addition, "4/3", review)
+    if references == "cut":
+        addition = with_header(addition, "References", f"<{msgs_id(review)}>")
     expected = [(1, msgs_id(v1[0]), ids(v1[1:]) + [msgs_id(addition)], True)]
     for order in ([*v1, review, addition], [addition, review, *v1[::-1]]):
         emptied(db)
@@ -1200,18 +1205,22 @@ def test_a_patch_sent_again_changed_in_reply_to_itself_corrects_it(
 
 
 @pytest.mark.parametrize("tag", ["replacement", "REPLACE", "update", None])
-@pytest.mark.parametrize("answered", [True, False])
+@pytest.mark.parametrize("sent", ["to the patch", "to an answer", "--in-reply-to an answer"])
 def test_a_patch_its_tags_call_a_replacement_takes_its_numbers_place(
-    db, make, ingest_settings, tag, answered
+    db, make, ingest_settings, tag, sent
 ):
     """Hugh Dickins' `[PATCH v2 07/23 replacement] mips: add pte_unmap() to balance
     pte_offset_map()`, a week after v2, in reply to his answer to a review of 07/23 `mips:
     update_mmu_cache() can replace __update_tlb()` (linux-ia64): a new patch under a new title
     that takes 07/23's place (Andrew Morton swapped it so in mm), whatever the cover letter's
     shortlog lists. Before, it was a "v2" of its own, 1 of 23 received and never tested, and
-    v2 kept the patch it replaced. Without the tag, such a patch stays a posting of its own."""
+    v2 kept the patch it replaced. `git send-email --in-reply-to=<answer>` gives the patch
+    the answer's id alone for References (Tianyu Lan's `[Update RFC PATCH V6 2/4]`,
+    linux-arch): the answer's own lead to the posting. Without the tag, such a patch stays a
+    posting of its own."""
     v1 = make(V1)
     parent = v1[2]
+    answered = sent != "to the patch"
     if answered:
         review = make_reply(v1[2], author=("Rita Reviewer", "rita@example.org"),
                             body="This breaks the walk on mips.",
@@ -1224,9 +1233,10 @@ def test_a_patch_its_tags_call_a_replacement_takes_its_numbers_place(
     tags = f"PATCH 2/3 {tag}" if tag else "PATCH 2/3"
     new = with_header(new.replace(b"[PATCH] ", f"[{tags}] ".encode(), 1),
                       "In-Reply-To", f"<{msgs_id(parent)}>")
-    new = with_header(new, "References", " ".join(
-        [header(parent, "References"), f"<{msgs_id(parent)}>"] if answered
-        else [f"<{msgs_id(v1[0])}>", f"<{msgs_id(v1[2])}>"]))
+    new = with_header(new, "References", {
+        "to the patch": f"<{msgs_id(v1[0])}> <{msgs_id(v1[2])}>",
+        "to an answer": f"{header(parent, 'References')} <{msgs_id(parent)}>",
+        "--in-reply-to an answer": f"<{msgs_id(parent)}>"}[sent])
     replies = [review, parent] if answered else []
     expected = ([(1, msgs_id(v1[0]), ids(v1[1:]), True), (1, None, [msgs_id(new)], False)]
                 if tag is None else
