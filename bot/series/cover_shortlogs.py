@@ -48,8 +48,8 @@ from bot.series.parts import ThreadMessage, thread_message
 
 _RAW = sa.select(Message.msgid, Message.raw).where(in_param(Message.id, "ids"))
 _FILES = sa.select(Message.msgid, Message.files).where(in_param(Message.id, "ids"))
-_ANCESTORS = sa.select(Message.msgid, Message.in_reply_to, Message.references).where(
-    in_param(Message.msgid, "msgids"))
+# References hold the parent too (`bot.mail.parse` adds it, as b4 does)
+_ANCESTORS = sa.select(Message.msgid, Message.references).where(in_param(Message.msgid, "msgids"))
 _ANCESTRY_DEPTH = 8  # replies to replies read up, each with its References cut
 
 
@@ -83,7 +83,7 @@ def _with_ancestry(conn: sa.Connection, messages: list[ThreadMessage]) -> list[T
     stored messages above it, where those lead to a part."""
     rows = {m.msgid for m in messages}
     parts = {m.msgid for m in messages if m.is_posting_part}
-    chains = {m.msgid: _chain(m.in_reply_to, m.references) for m in messages
+    chains = {m.msgid: m.parents()[::-1] for m in messages  # oldest first
               if m.kind == "patch" and m.total > 1 and m.in_reply_to is not None
               and m.in_reply_to not in rows and parts.isdisjoint(m.parents())}
     read: set[str] = set()
@@ -92,23 +92,16 @@ def _with_ancestry(conn: sa.Connection, messages: list[ThreadMessage]) -> list[T
         if not wanted:
             break
         read |= wanted
-        above = {msgid: _chain(in_reply_to, references) for msgid, in_reply_to, references
+        above = {msgid: references or [] for msgid, references
                  in conn.execute(_ANCESTORS, {"msgids": sorted(wanted)})}
         for msgid, chain in chains.items():
             if chain[0] in above:
-                chains[msgid] = [a for a in above[chain[0]] if a not in chain] + chain
+                held = set(chain)  # a hostile References may name thousands
+                chains[msgid] = [a for a in above[chain[0]] if a not in held] + chain
     completed = {msgid: tuple(chain) for msgid, chain in chains.items()
                  if not parts.isdisjoint(chain)}
     return [dataclasses.replace(m, references=completed[m.msgid]) if m.msgid in completed
             else m for m in messages]
-
-
-def _chain(in_reply_to: str | None, references: Sequence[str] | None) -> list[str]:
-    """A message's ancestors, oldest first, as its References give them, its parent last."""
-    chain = list(references or ())
-    if in_reply_to is not None and (not chain or chain[-1] != in_reply_to):
-        chain = [m for m in chain if m != in_reply_to] + [in_reply_to]
-    return chain
 
 
 def _with_paths(conn: sa.Connection, parts: list[Any],
