@@ -4,26 +4,42 @@ or a machine sent it.
 Such mail carries diffs that are not submissions: Greg's "Patch ... has been added to the
 6.1-stable tree", Sasha's `[PATCH AUTOSEL 6.1 12/40]` backport candidates and the kernel test
 robot's suggested fixes (all marked `X-Patchwork-Hint: ignore`, patchwork's convention),
-bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834) and tip-bot2's notice of each
-commit merged (`Robot-ID`). As patches they became series, which the planner tests and the
-bot answers when they are complete and touch a watched file: Greg's notice that a fix to
-mm/vmscan.c went into 6.1-stable, tested on the mm tree. They stay what else they are (a
-review, a reply), so a robot's reply keeps its trailers.
+bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834), tip-bot2's notice of each
+commit merged (`Robot-ID`) and KernelCI's bisection reports, which show the breaking commit
+(`X-Kernelci-Report-Type`). Greg's stable notices until 2021 and his trees' to this day carry
+no hint (`FAILED: patch "[PATCH] x" failed to apply to 4.9-stable tree`, `patch "x" added to
+usb-linus`, the commit below the note): those are told by their subject, which no posting has.
+As patches they became series, which the planner tests and the bot answers when they are
+complete and touch a watched file: Greg's notice that a fix to mm/vmscan.c went into
+6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a
+robot's reply keeps its trailers.
 """
 
 from __future__ import annotations
 
+import re
+
 from bot.mail.mime import Headers, first
 
-AUTOMATED_FIELDS = frozenset({"x-patchwork-hint", "auto-submitted", "robot-id"})
+# Fields only a robot's mail has: tip-bot2's, KernelCI's.
+_ROBOT_FIELDS = ("robot-id", "x-kernelci-report-type")
+AUTOMATED_FIELDS = frozenset({"x-patchwork-hint", "auto-submitted", *_ROBOT_FIELDS})
+# A stable or maintainer tree's notice of one commit: `[FAILED: ]patch "<title>" ...` (the
+# title may hold quotes of its own: `Revert "x"`).
+_TREE_NOTICE = re.compile(
+    r'(?:FAILED: )?patch ".*" (?:has been added to|added to|failed to apply to) \S', re.I
+)
 
 
-def never_posted(headers: Headers) -> bool:
-    """Whether the mail asks tools to ignore it, or says a machine sent it."""
+def never_posted(headers: Headers, subject: str) -> bool:
+    """Whether the mail asks tools to ignore it, or says a machine sent it: by its headers, or
+    by its (decoded) subject, a tree's notice of a commit."""
     hint = first(headers, "x-patchwork-hint")
     if hint is not None and hint.strip().lower() == "ignore":
         return True
-    return auto_submitted(first(headers, "auto-submitted")) or "robot-id" in headers
+    return (auto_submitted(first(headers, "auto-submitted"))
+            or any(name in headers for name in _ROBOT_FIELDS)
+            or _TREE_NOTICE.match(subject) is not None)
 
 
 def auto_submitted(value: str | None) -> bool:

@@ -123,7 +123,7 @@ def parse_message(raw: bytes, *, recipients: bool = True, unwrap: bool = True) -
         replying=replying,
         gives_trailers=(replying and scan.diff is None and not subject.reply
                         and _gives_trailers(scan.prose)),
-        never_posted=never_posted(headers),
+        never_posted=never_posted(headers, subject.raw),
     )
     diff, files, fingerprint = scan.diff, scan.files, scan.fingerprint
     if kind is MessageKind.COVER and diff is not None:

@@ -25,6 +25,17 @@ COMMON = ("From: Ada Reclaim <ada@example.org>", "Date: Mon, 30 Nov 2026 10:00:0
                   "Robot-ID: <tip-bot2.linutronix.de>"), id="tip-bot2"),
     pytest.param(("Subject: [PATCH 0/2] mm: fixes", "X-Patchwork-Hint: ignore"),
                  id="cover-letter"),
+    pytest.param(("Subject: next/master boot bisection: next-20190513 on rk3288-veyron-jaq",
+                  "X-Kernelci-Report-Type: bisect", "X-Kernelci-Tree: next"),
+                 id="kernelci-bisection"),
+    # Greg's notices without the hint: stable's until 2021, his trees' still (linux-pm,
+    # linux-scsi, linux-usb).
+    pytest.param(('Subject: FAILED: patch "[PATCH] x86/CPU/AMD: Clear RDRAND CPUID bit" failed'
+                  " to apply to 4.4-stable tree",), id="failed-without-hint"),
+    pytest.param(('Subject: patch "usb: dwc3: gadget: Check for IOC/LST bit" added to usb-linus',),
+                 id="tree-notice-without-hint"),
+    pytest.param(('Subject: patch "Revert "usb: x"" has been added to the 5.4-stable tree',),
+                 id="quoted-title"),
 ])
 def test_a_diff_that_is_no_submission_is_no_patch(lines):
     body = DIFF if "0/2" not in lines[0] else "Two fixes.\n\n" + DIFF.split("---\n", 1)[1][:90]
@@ -40,6 +51,13 @@ def test_a_diff_that_is_no_submission_is_no_patch(lines):
     # The kernel test robot's reply stays a reply (its trailers count).
     pytest.param(("Subject: Re: [PATCH] mm: fix", "In-Reply-To: <p@example.org>",
                   "X-Patchwork-Hint: ignore"), MessageKind.INLINE_DIFF, id="robot-reply"),
+    # An answer to a tree's notice, quoting its commit, is a reply; a posting whose title
+    # names a patch is a posting.
+    pytest.param(('Subject: Re: FAILED: patch "[PATCH] mm: fix" failed to apply to 4.9-stable'
+                  " tree", "In-Reply-To: <n@example.org>"), MessageKind.INLINE_DIFF,
+                 id="answer-to-a-notice"),
+    pytest.param(('Subject: [PATCH] Revert "mm: patch "x" added to the LRU"',),
+                 MessageKind.PATCH, id="posting-naming-a-patch"),
 ])
 def test_what_a_machine_sends_otherwise_keeps_its_kind(lines, kind):
     assert parse_message(mail(*COMMON, *lines, body=DIFF)).kind is kind

@@ -79,6 +79,20 @@ from bot.mail.subject import parse_subject, says_fix_up, says_replacement, versi
         ("SV: [PATCH] swedish reply", dict(reply=True, patch=True)),
         ("Fwd: [PATCH] forwarded", dict(reply=True, patch=True)),
         ("Re: Re: [PATCH v2 1/2] twice", dict(reply=True, patch=True, version=2, counter=1)),
+        # Other languages' clients: their words whatever follows, a full-width colon, repeated
+        # (linux-pm, linux-usb, linux-scsi); Italian Outlook's one letter before a bracket.
+        ('回复: FAILED: Patch "PM: x" failed to apply to 6.18-stable tree',
+         dict(reply=True, patch=False, title='FAILED: Patch "PM: x" failed to apply to '
+                                             '6.18-stable tree')),
+        ("回复：[PATCH v4] USB: fix", dict(reply=True, patch=True, version=4, title="USB: fix")),
+        ("答复: 答复: [PATCH v9] usb: x", dict(reply=True, patch=True, version=9, title="usb: x")),
+        ("Re：[PATCH v2] hibernate: y", dict(reply=True, patch=True, version=2)),
+        ("Antw: [PATCH v2] scsi: z", dict(reply=True, patch=True, version=2, title="scsi: z")),
+        ("R: [PATCH v2 2/2] dt-bindings: opp", dict(reply=True, patch=True, counter=2, total=2)),
+        ("[EXTERNAL] 答复: [PATCH 1/2] q", dict(reply=True, patch=True, counter=1, prefixes=())),
+        # ... but no ASCII two letters without a bracket: kernel subsystems look so.
+        ("rv: add per-task monitor", dict(reply=False, title="rv: add per-task monitor")),
+        ("[PATCH] pd: fix", dict(reply=False, patch=True, title="pd: fix")),
         # Another's tags before "Re:" (a gateway's, a topic): a reply, the tags dropped.
         ("[EXTERNAL] Re: [PATCH v2 1/3] foo",
          dict(reply=True, patch=True, version=2, counter=1, total=3, title="foo", prefixes=())),

@@ -14,6 +14,7 @@ import functools
 import random
 import re
 from collections.abc import Callable
+from email.header import Header
 from email.utils import format_datetime, parsedate_to_datetime
 
 import pytest
@@ -495,6 +496,37 @@ def test_patches_marked_for_tools_to_ignore_are_no_series(db, make, ingest_setti
     assert all_series(db) == []
     # The same patch unmarked is a patch.
     store(db, [with_header(autosel[0], "Message-ID", "<unmarked@example.org>")], ingest_settings)
+    assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [1]
+
+
+def test_a_trees_notice_and_an_answer_quoting_it_are_no_series(db, make, ingest_settings):
+    """Greg's notices without patchwork's hint (stable's until 2021, `FAILED: patch "[PATCH] x"
+    failed to apply to 4.9-stable tree`; his trees' still, `patch "x" added to usb-linus`; the
+    commit below the note), and an answer from Chinese Outlook (`回复:`), which puts the notice
+    under its own under an unquoted `-----邮件原件-----` (linux-pm, linux-scsi, linux-usb): none
+    is a posting, so no series for the planner to test on the mm tree and answer. The patch
+    itself is one."""
+    patch = make(SeriesSpec(title="unused", patches=1, cover=False))[0]
+    title = header(patch, "Subject").removeprefix("[PATCH] ")
+    commit = patch.split(b"\n\n", 1)[1].decode()
+    failed = f'FAILED: patch "[PATCH] {title}" failed to apply to 4.9-stable tree'
+    notice = with_body(
+        with_header(with_header(patch, "Subject", failed), "Message-ID", "<failed@example.org>"),
+        "The patch below does not apply to the 4.9-stable tree.\n\nthanks,\n\ngreg k-h\n\n"
+        "------------------ original commit in Linus's tree ------------------\n\n" + commit,
+    )
+    added = with_header(with_header(notice, "Subject", f'patch "{title}" added to usb-linus'),
+                        "Message-ID", "<added@example.org>")
+    answer = with_body(
+        with_header(with_header(with_header(
+            notice, "Subject", Header(f"回复: {failed}", "utf-8").encode()),
+            "Message-ID", "<answer@example.org>"), "In-Reply-To", "<failed@example.org>"),
+        "Hi Greg,\n\nThis patch should go to 4.9 too.\n\n-----邮件原件-----\n"
+        f"发件人: Greg KH <gregkh@example.org>\n主题: {failed}\n\n" + commit,
+    )
+    store(db, [notice, added, answer], ingest_settings)
+    assert all_series(db) == []
+    store(db, [patch], ingest_settings)
     assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [1]
 
 
