@@ -90,6 +90,8 @@ from bot.mail.subject import parse_subject, says_fix_up, says_replacement, versi
         ("Antw: [PATCH v2] scsi: z", dict(reply=True, patch=True, version=2, title="scsi: z")),
         ("R: [PATCH v2 2/2] dt-bindings: opp", dict(reply=True, patch=True, counter=2, total=2)),
         ("[EXTERNAL] 答复: [PATCH 1/2] q", dict(reply=True, patch=True, counter=1, prefixes=())),
+        ("[f2fs-dev] 答复: [PATCH v3] f2fs: compress: x",
+         dict(reply=True, patch=True, version=3, prefixes=(), title="f2fs: compress: x")),
         # ... but no ASCII two letters without a bracket: kernel subsystems look so.
         ("rv: add per-task monitor", dict(reply=False, title="rv: add per-task monitor")),
         ("[PATCH] pd: fix", dict(reply=False, patch=True, title="pd: fix")),
