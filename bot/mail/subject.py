@@ -10,8 +10,9 @@ The rules are b4's:
   (`SV: [PATCH]`); beyond b4, also a one-letter word before `[` (Italian Outlook's `R:`), the
   reply and forward words of mail clients in other languages whatever follows (`Antw:`,
   `回复:`, `答复：` with a full-width colon: Outlook's answer to a stable tree's `FAILED:`
-  notice, which carries the patch, was read as a posting of it); unlike b4 we strip repeated
-  ones (`Re: Re: [PATCH]`, `回复: 回复: [PATCH]`) so the tags still count,
+  notice, which carries the patch, was read as a posting of it), and a count after the word
+  (`Re[2]:`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`, `回复: 回复: [PATCH]`) so
+  the tags still count,
   and tags without PATCH, RFC or RESEND before them (`[EXTERNAL] Re: [PATCH]`, a gateway's;
   `[-next conflict imminent] Re: [PATCH v2 0/7]`, a reply with a diff that b4 takes for a
   patch);
@@ -51,8 +52,10 @@ from bot.mail.record import Subject
 # VS, WG, TR ...) only before `[`, as b4 reads them: `rv:` and `pd:` are kernel subsystems.
 _REPLY_WORD = ("re|aw|fwd?|antw(?:ort)?|odp|ynt|rif"
                "|回复|答复|回覆|答覆|转发|轉寄|轉發|返信|転送|회신|답장|전달")
-_REPLY = re.compile(rf"(?:{_REPLY_WORD})\s*[:：]\s*|\w{{1,3}}\s*[:：]\s*(?=\[)", re.I)
-_TAGS_BEFORE_REPLY = re.compile(rf"(?:\[[^\[\]]*]\s*)+(?=(?:{_REPLY_WORD})\s*[:：])", re.I)
+# A count after the word: `Re[2]:` (eM Client, Mail.ru), `Re^2:`.
+_REPLY_PREFIX = rf"(?:{_REPLY_WORD})(?:\[\d+\]|\^\d+)?\s*[:：]"
+_REPLY = re.compile(rf"{_REPLY_PREFIX}\s*|\w{{1,3}}\s*[:：]\s*(?=\[)", re.I)
+_TAGS_BEFORE_REPLY = re.compile(rf"(?:\[[^\[\]]*]\s*)+(?={_REPLY_PREFIX})", re.I)
 _POSTING_TAG = re.compile(r"patch|rfc|resend", re.I)
 _INNER_OPEN = re.compile(r"\[([^]]*)\[([^\[\]]*)]")
 _INNER_CLOSE = re.compile(r"\[([^]]*)]([^\[\]]*)]")

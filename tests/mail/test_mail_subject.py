@@ -89,6 +89,10 @@ from bot.mail.subject import parse_subject, says_fix_up, says_replacement, versi
         ("Re：[PATCH v2] hibernate: y", dict(reply=True, patch=True, version=2)),
         ("Antw: [PATCH v2] scsi: z", dict(reply=True, patch=True, version=2, title="scsi: z")),
         ("R: [PATCH v2 2/2] dt-bindings: opp", dict(reply=True, patch=True, counter=2, total=2)),
+        # A count after the word (eM Client: a reply to Greg carrying the fix, linux-usb).
+        ("Re[2]: [PATCH v2] fix: add XHCI_SPURIOUS_SUCCESS",
+         dict(reply=True, patch=True, version=2, title="fix: add XHCI_SPURIOUS_SUCCESS")),
+        ("Re^3: [PATCH] x", dict(reply=True, patch=True, title="x")),
         ("[EXTERNAL] 答复: [PATCH 1/2] q", dict(reply=True, patch=True, counter=1, prefixes=())),
         ("[f2fs-dev] 答复: [PATCH v3] f2fs: compress: x",
          dict(reply=True, patch=True, version=3, prefixes=(), title="f2fs: compress: x")),
