@@ -169,12 +169,12 @@ from bot.db.models import RulesEdition
 #    review's id alone) is read as sent where the review's References lead: an addition or a
 #    replacement of that posting (`bot.series.cover_shortlogs`; linux-arch).
 # 44: the reply and forward words of other languages' mail clients (`回复:`, `答复：`,
-#    `Antw:`, `R: [PATCH`), and `Re[2]:`, make a reply: Outlook's answer to a stable tree's `FAILED:` notice,
-#    quoting the patch unquoted, was a posting (`bot.mail.subject`; linux-pm, linux-usb,
-#    linux-f2fs-devel); and Greg's tree notices without `X-Patchwork-Hint` (`FAILED: patch
-#    "..." failed to apply`, `patch "..." added to usb-linus`) and KernelCI's bisection
-#    reports are no postings (`bot.mail.automated`; linux-scsi, linux-usb, linux-pm,
-#    linux-arm-kernel).
+#    `Antw:`, `R: [PATCH`), and `Re[2]:`, make a reply: Outlook's answer to a stable tree's
+#    `FAILED:` notice, quoting the patch unquoted, was a posting (`bot.mail.subject`;
+#    linux-pm, linux-usb, linux-f2fs-devel); and Greg's tree notices without
+#    `X-Patchwork-Hint` (`FAILED: patch "..." failed to apply`, `patch "..." added to
+#    usb-linus`) and KernelCI's bisection reports are no postings (`bot.mail.automated`;
+#    linux-scsi, linux-usb, linux-pm, linux-arm-kernel).
 RULES_EDITION = 44
 
 _table = RulesEdition.__table__
