@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from bot.git import git_output
+from bot.mail.subject import without_reply_words
 
 Person = tuple[str, str]  # (display name, email address)
 Threading = Literal["shallow", "deep", "none"]
@@ -891,7 +892,7 @@ def _format_person(person: Person) -> str:
 
 
 def _reply_subject(subject: str) -> str:
-    return "Re: " + re.sub(r"^(\s*(re|aw|sv)\s*:\s*)+", "", subject, flags=re.I)
+    return "Re: " + without_reply_words(subject)
 
 
 def make_reply(

@@ -200,6 +200,16 @@ def point_of(version: int, prefixes: tuple[str, ...] | list[str]) -> int:
     return int(point[2]) if point[2] else ord(point[3].lower()) - ord("a") + 1
 
 
+def without_reply_words(subject: str) -> str:
+    """`subject` less the reply and forward words it starts with, as `parse_subject` reads
+    them (`Re: Aw: re[2]:`, `回复：`, `SV:` before a bracket); the rest as written. What a
+    reply's subject puts after its one `Re: `."""
+    rest = subject.lstrip()
+    while (match := _REPLY.match(rest)) is not None:
+        rest = rest[match.end() :]
+    return rest
+
+
 def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
     """Whether a subject's tags mark its patch a fix-up to fold into the patch of its number
     (mm's `[PATCH v6 10/13 -fix]`, `[PATCH v3 10/13 fix2]`), not that patch sent again."""

@@ -361,6 +361,9 @@ def test_subject_gets_exactly_one_re() -> None:
     assert reply_subject("Reclaim: a subject that starts with re") == (
         "Re: Reclaim: a subject that starts with re"
     )
+    # The words parsing reads as a reply's, in any language (`bot.mail.subject`).
+    assert reply_subject("回复：答复: [PATCH v2] mm: x") == "Re: [PATCH v2] mm: x"
+    assert reply_subject("rv: a subsystem, not a reply") == "Re: rv: a subsystem, not a reply"
 
 
 def test_recipients_lists_first_without_author_bot_duplicates_or_opt_outs_and_capped() -> None:

@@ -22,6 +22,7 @@ from email import policy as email_policy
 from email.headerregistry import Address
 from email.message import EmailMessage
 
+from bot.mail.subject import without_reply_words
 from bot.report.compose.inputs import ParentMessage, Person, ReplyOptions
 from bot.report.compose.text import Block, render_body
 from bot.report.deliver.policy import OptOutList
@@ -32,13 +33,11 @@ MAIL_POLICY = email_policy.default.clone(linesep="\n", max_line_length=78)
 # An address a reply can be sent to: dot-atom local part, host-name domain, ASCII.
 ANSWERABLE = re.compile(
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?")
-_REPLY_PREFIX = re.compile(r"^(?:\s*(?:re|aw|sv|antw|vs|ref)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
 
 
 def reply_subject(original: str) -> str:
     """The reply's subject: "Re: " and the original without its reply prefixes or folding."""
-    subject = " ".join(_printable(original).split())
-    return "Re: " + _REPLY_PREFIX.sub("", subject)
+    return "Re: " + without_reply_words(" ".join(_printable(original).split()))
 
 
 def references_for(parent: ParentMessage) -> tuple[str, ...]:
