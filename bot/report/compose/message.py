@@ -1,6 +1,6 @@
 """What every reply shares: subject, threading headers, recipients, Message-ID, the message.
 
-- Subject: "Re: " and the original subject without its own Re:/Aw:/Sv: prefixes (one "Re:").
+- Subject: "Re: " and the original subject without its own reply words (one "Re:").
 - In-Reply-To: the parent; References: the parent's References, then the parent's Message-ID.
 - To the author; Cc the lists first, then the parent's To and Cc, without the author, the bot
   and anyone opted out, capped (lists are never cut by the cap). Only addresses a header can
