@@ -173,8 +173,9 @@ from bot.db.models import RulesEdition
 #    `FAILED:` notice, quoting the patch unquoted, was a posting (`bot.mail.subject`;
 #    linux-pm, linux-usb, linux-f2fs-devel); and Greg's tree notices without
 #    `X-Patchwork-Hint` (`FAILED: patch "..." failed to apply`, `patch "..." added to
-#    usb-linus`) and KernelCI's bisection reports are no postings (`bot.mail.automated`;
-#    linux-scsi, linux-usb, linux-pm, linux-arm-kernel).
+#    usb-linus`), linux-next's notices (`linux-next: manual merge of the X tree with the Y
+#    tree`) and KernelCI's bisection reports are no postings (`bot.mail.automated`;
+#    linux-scsi, linux-usb, linux-pm, linux-arm-kernel, linux-wireless).
 RULES_EDITION = 44
 
 _table = RulesEdition.__table__

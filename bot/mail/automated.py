@@ -1,17 +1,19 @@
 """Mail that is never a patch posting, whatever it carries: its sender asked tools to ignore it,
-or a machine sent it.
+a machine sent it, or it is a tree's notice.
 
 Such mail carries diffs that are not submissions: Greg's "Patch ... has been added to the
 6.1-stable tree", Sasha's `[PATCH AUTOSEL 6.1 12/40]` backport candidates and the kernel test
 robot's suggested fixes (all marked `X-Patchwork-Hint: ignore`, patchwork's convention),
 bugzilla's comments (`Auto-Submitted: auto-generated`, RFC 3834), tip-bot2's notice of each
 commit merged (`Robot-ID`) and KernelCI's bisection reports, which show the breaking commit
-(`X-Kernelci-Report-Type`). Greg's stable notices until 2021 and his trees' to this day carry
-no hint (`FAILED: patch "[PATCH] x" failed to apply to 4.9-stable tree`, `patch "x" added to
-usb-linus`, the commit below the note): those are told by their subject, which no posting has.
-As patches they became series, which the planner tests and the bot answers when they are
-complete and touch a watched file: Greg's notice that a fix to mm/vmscan.c went into
-6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a
+(`X-Kernelci-Report-Type`). Greg's stable notices until 2021 and his trees' to this day carry no
+hint (`FAILED: patch "[PATCH] x" failed to apply to 4.9-stable tree`, `patch "x" added to
+usb-linus`, the commit below the note), nor do linux-next's notices, which carry the fix-up
+applied to the tree (`linux-next: manual merge of the net-next tree with the net tree`,
+`linux-next: build failure after merge of the bpf-next tree`): those are told by their subject,
+which no posting has. As patches they became series, which the planner tests and the bot answers
+when they are complete and touch a watched file: Greg's notice that a fix to mm/vmscan.c went
+into 6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a
 robot's reply keeps its trailers.
 """
 
@@ -25,15 +27,17 @@ from bot.mail.mime import Headers, first
 _ROBOT_FIELDS = ("robot-id", "x-kernelci-report-type")
 AUTOMATED_FIELDS = frozenset({"x-patchwork-hint", "auto-submitted", *_ROBOT_FIELDS})
 # A stable or maintainer tree's notice of one commit: `[FAILED: ]patch "<title>" ...` (the
-# title may hold quotes of its own: `Revert "x"`).
+# title may hold quotes of its own: `Revert "x"`); linux-next's of a tree.
 _TREE_NOTICE = re.compile(
-    r'(?:FAILED: )?patch ".*" (?:has been added to|added to|failed to apply to) \S', re.I
+    r'(?:FAILED: )?patch ".*" (?:has been added to|added to|failed to apply to) \S'
+    r"|linux-next: .*\btrees?\b",
+    re.I,
 )
 
 
 def never_posted(headers: Headers, subject: str) -> bool:
     """Whether the mail asks tools to ignore it, or says a machine sent it: by its headers, or
-    by its (decoded) subject, a tree's notice of a commit."""
+    by its (decoded) subject, a tree's notice."""
     hint = first(headers, "x-patchwork-hint")
     if hint is not None and hint.strip().lower() == "ignore":
         return True

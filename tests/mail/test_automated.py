@@ -36,6 +36,11 @@ COMMON = ("From: Ada Reclaim <ada@example.org>", "Date: Mon, 30 Nov 2026 10:00:0
                  id="tree-notice-without-hint"),
     pytest.param(('Subject: patch "Revert "usb: x"" has been added to the 5.4-stable tree',),
                  id="quoted-title"),
+    # linux-next's notices, with the fix-up applied (linux-wireless, linux-arm-kernel).
+    pytest.param(("Subject: linux-next: manual merge of the wireless-next tree with the net tree",),
+                 id="linux-next-merge"),
+    pytest.param(("Subject: linux-next: build failure after merge of the bpf-next tree",),
+                 id="linux-next-build"),
 ])
 def test_a_diff_that_is_no_submission_is_no_patch(lines):
     body = DIFF if "0/2" not in lines[0] else "Two fixes.\n\n" + DIFF.split("---\n", 1)[1][:90]
@@ -58,6 +63,8 @@ def test_a_diff_that_is_no_submission_is_no_patch(lines):
                  id="answer-to-a-notice"),
     pytest.param(('Subject: [PATCH] Revert "mm: patch "x" added to the LRU"',),
                  MessageKind.PATCH, id="posting-naming-a-patch"),
+    pytest.param(("Subject: [PATCH] linux-next: fix the merge of the mm tree",),
+                 MessageKind.PATCH, id="posting-for-linux-next"),
 ])
 def test_what_a_machine_sends_otherwise_keeps_its_kind(lines, kind):
     assert parse_message(mail(*COMMON, *lines, body=DIFF)).kind is kind

@@ -502,7 +502,8 @@ def test_patches_marked_for_tools_to_ignore_are_no_series(db, make, ingest_setti
 def test_a_trees_notice_and_an_answer_quoting_it_are_no_series(db, make, ingest_settings):
     """Greg's notices without patchwork's hint (stable's until 2021, `FAILED: patch "[PATCH] x"
     failed to apply to 4.9-stable tree`; his trees' still, `patch "x" added to usb-linus`; the
-    commit below the note), and an answer from Chinese Outlook (`回复:`), which puts the notice
+    commit below the note), linux-next's (`linux-next: manual merge of the X tree with the Y
+    tree`, the fix-up below), and an answer from Chinese Outlook (`回复:`), which puts the notice
     under its own under an unquoted `-----邮件原件-----` (linux-pm, linux-scsi, linux-usb): none
     is a posting, so no series for the planner to test on the mm tree and answer. The patch
     itself is one."""
@@ -517,6 +518,9 @@ def test_a_trees_notice_and_an_answer_quoting_it_are_no_series(db, make, ingest_
     )
     added = with_header(with_header(notice, "Subject", f'patch "{title}" added to usb-linus'),
                         "Message-ID", "<added@example.org>")
+    merged = with_header(with_header(
+        notice, "Subject", "linux-next: manual merge of the mm tree with the net tree"),
+        "Message-ID", "<merged@example.org>")
     answer = with_body(
         with_header(with_header(with_header(
             notice, "Subject", Header(f"回复: {failed}", "utf-8").encode()),
@@ -524,7 +528,7 @@ def test_a_trees_notice_and_an_answer_quoting_it_are_no_series(db, make, ingest_
         "Hi Greg,\n\nThis patch should go to 4.9 too.\n\n-----邮件原件-----\n"
         f"发件人: Greg KH <gregkh@example.org>\n主题: {failed}\n\n" + commit,
     )
-    store(db, [notice, added, answer], ingest_settings)
+    store(db, [notice, added, merged, answer], ingest_settings)
     assert all_series(db) == []
     store(db, [patch], ingest_settings)
     assert [len(v["patches"]) for s in all_series(db) for v in s["versions"]] == [1]
