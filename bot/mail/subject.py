@@ -12,10 +12,9 @@ The rules are b4's:
   `回复:`, `答复：` with a full-width colon: Outlook's answer to a stable tree's `FAILED:`
   notice, which carries the patch, was read as a posting of it), and a count after the word
   (`Re[2]:`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`, `回复: 回复: [PATCH]`) so
-  the tags still count,
-  and tags without PATCH, RFC or RESEND before them (`[EXTERNAL] Re: [PATCH]`, a gateway's;
-  `[-next conflict imminent] Re: [PATCH v2 0/7]`, a reply with a diff that b4 takes for a
-  patch);
+  the tags still count, and tags without PATCH, RFC or RESEND before them (`[EXTERNAL] Re:
+  [PATCH]`, a gateway's; `[-next conflict imminent] Re: [PATCH v2 0/7]`, a reply with a diff
+  that b4 takes for a patch);
 - brackets inside brackets are flattened (`[PATCH [v2] 1/3]` -> `[PATCH v2 1/3]`);
 - every leading `[...]` group is split into words (on whitespace and, beyond b4, on commas, so
   `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
