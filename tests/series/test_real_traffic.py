@@ -503,10 +503,10 @@ def test_a_trees_notice_and_an_answer_quoting_it_are_no_series(db, make, ingest_
     """Greg's notices without patchwork's hint (stable's until 2021, `FAILED: patch "[PATCH] x"
     failed to apply to 4.9-stable tree`; his trees' still, `patch "x" added to usb-linus`; the
     commit below the note), linux-next's (`linux-next: manual merge of the X tree with the Y
-    tree`, the fix-up below), and an answer from Chinese Outlook (`回复:`), which puts the notice
-    under its own under an unquoted `-----邮件原件-----` (linux-pm, linux-scsi, linux-usb): none
-    is a posting, so no series for the planner to test on the mm tree and answer. The patch
-    itself is one."""
+    tree`, the fix-up below), and an answer from Chinese Outlook (`回复:`), which quotes the
+    notice unquoted below `-----邮件原件-----` (linux-pm, linux-scsi, linux-usb,
+    linux-wireless): none is a posting, so no series for the planner to test on the mm tree
+    and answer. The patch itself is one."""
     patch = make(SeriesSpec(title="unused", patches=1, cover=False))[0]
     title = header(patch, "Subject").removeprefix("[PATCH] ")
     commit = patch.split(b"\n\n", 1)[1].decode()
