@@ -53,7 +53,9 @@ _REPLY_WORD = ("re|aw|fwd?|antw(?:ort)?|odp|ynt|rif"
                "|回复|答复|回覆|答覆|转发|轉寄|轉發|返信|転送|회신|답장|전달")
 # A count after the word: `Re[2]:` (eM Client, Mail.ru), `Re^2:`.
 _REPLY_PREFIX = rf"(?:{_REPLY_WORD})(?:\[\d+\]|\^\d+)?\s*[:：]"
-_REPLY = re.compile(rf"{_REPLY_PREFIX}\s*|\w{{1,3}}\s*[:：]\s*(?=\[)", re.I)
+_ONE_REPLY = rf"{_REPLY_PREFIX}\s*|\w{{1,3}}\s*[:：]\s*(?=\[)"
+_REPLY = re.compile(_ONE_REPLY, re.I)
+_REPLIES = re.compile(rf"(?:{_ONE_REPLY})+", re.I)  # a run of them, in one pass
 _TAGS_BEFORE_REPLY = re.compile(rf"(?:\[[^\[\]]*]\s*)+(?={_REPLY_PREFIX})", re.I)
 _POSTING_TAG = re.compile(r"patch|rfc|resend", re.I)
 _INNER_OPEN = re.compile(r"\[([^]]*)\[([^\[\]]*)]")
@@ -204,9 +206,8 @@ def without_reply_words(subject: str) -> str:
     them (`Re: Aw: re[2]:`, `回复：`, `SV:` before a bracket); the rest as written. What a
     reply's subject puts after its one `Re: `."""
     rest = subject.lstrip()
-    while (match := _REPLY.match(rest)) is not None:
-        rest = rest[match.end() :]
-    return rest
+    run = _REPLIES.match(rest)
+    return rest[run.end() :] if run else rest
 
 
 def says_fix_up(prefixes: tuple[str, ...] | list[str]) -> bool:
