@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 from bot.analysis.claims import JudgedClaim, MessageClaims, analyse_message, extract_claims
 from bot.analysis.claims.input import read_message_text, read_reduced
 from bot.demo import SEED_DIR as SEEDS
-from tests.support.paths import REPO
+from tests.cli import Lorelab
 
 
 def analyse_seed(name: str) -> MessageClaims:
@@ -430,27 +428,20 @@ def test_json_shape_is_stable(bailout: MessageClaims) -> None:
 # --- the command
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    # Registers the command if bot/cli/__init__.py does not yet; a no-op once it does.
-    code = (
-        "import bot.cli as cli\n"
-        "from bot.cli import claims\n"
-        "if 'claims' not in {c.name for c in cli.app.registered_commands}:\n"
-        "    claims.register(cli.app)\n"
-        "cli.main()\n"
-    )
-    return subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
+@pytest.fixture
+def lorelab(tmp_path: Path) -> Lorelab:
+    """`lorelab` with a database of its own (empty until a test stores mail)."""
+    return Lorelab(tmp_path, f"sqlite:///{tmp_path / 'lorelab.db'}")
 
 
-def test_cli_json_for_a_seed_file() -> None:
-    done = run_cli("claims", str(SEEDS / "vmscan-bailout-hackbench-reply.txt"), "--json")
+def run_cli(lorelab: Lorelab, *args: str) -> subprocess.CompletedProcess[str]:
+    done = lorelab.run(*args, check=False)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())
+
+
+def test_cli_json_for_a_seed_file(lorelab: Lorelab) -> None:
+    done = run_cli(lorelab, "claims", str(SEEDS / "vmscan-bailout-hackbench-reply.txt"), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["subject"] == "Re: [PATCH] vmscan: improve reclaim throuput to bail out patch take2"
@@ -467,8 +458,8 @@ def test_cli_json_for_a_seed_file() -> None:
     assert data["benchmarks"] == ["hackbench"]
 
 
-def test_cli_human_output_quotes_the_claim_and_the_judgement() -> None:
-    done = run_cli("claims", str(SEEDS / "lru_gen-batch-counters-reply.eml"))
+def test_cli_human_output_quotes_the_claim_and_the_judgement(lorelab: Lorelab) -> None:
+    done = run_cli(lorelab, "claims", str(SEEDS / "lru_gen-batch-counters-reply.eml"))
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "> Before: 44017.78 Ops/sec" in out
@@ -477,30 +468,23 @@ def test_cli_human_output_quotes_the_claim_and_the_judgement() -> None:
     assert "assuming it's not noise" in out
 
 
-def test_cli_message_id_not_in_the_database(tmp_path: Path) -> None:
-    env = {"LORELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'lorelab.db'}"}
-    done = run_cli("claims", "<nowhere@example.org>", env=env)
+def test_cli_message_id_not_in_the_database(lorelab: Lorelab, tmp_path: Path) -> None:
+    done = run_cli(lorelab, "claims", "<nowhere@example.org>")
     assert done.returncode == 1
     assert "no message <nowhere@example.org> in the database" in done.stderr
-    missing = run_cli("claims", str(tmp_path / "missing.eml"), env=env)
+    missing = run_cli(lorelab, "claims", str(tmp_path / "missing.eml"))
     assert missing.returncode == 1
     assert "no such file" in missing.stderr
-    directory = run_cli("claims", str(tmp_path), env=env)
+    directory = run_cli(lorelab, "claims", str(tmp_path))
     assert directory.returncode == 1
     assert "a directory; give one message file" in directory.stderr
 
 
-def test_cli_message_id_from_the_database(tmp_path: Path) -> None:
-    env = {"LORELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'lorelab.db'}"}
-    seed = SEEDS / "lru_gen-batch-counters-reply.eml"
-    with seed.open("rb") as mail:
-        stored = subprocess.run(
-            [sys.executable, "-c", "from bot.cli import main; main()", "ingest", "stdin"],
-            stdin=mail, capture_output=True, cwd=REPO, env={**os.environ, **env}, timeout=120,
-        )  # fmt: skip
-    assert stored.returncode == 0, stored.stderr
+def test_cli_message_id_from_the_database(lorelab: Lorelab) -> None:
+    lorelab.run("ingest", "stdin",
+                input=(SEEDS / "lru_gen-batch-counters-reply.eml").read_bytes())
     msgid = "CAOUHufYtSQnrVBC6OEXpT=LJW=L4J1Uw1yXpPrzaUhPWauo_3A@mail.gmail.com"
-    done = run_cli("claims", f"<{msgid}>", "--json", env=env)
+    done = run_cli(lorelab, "claims", f"<{msgid}>", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["msgid"] == msgid
@@ -547,19 +531,14 @@ I see a 3% regression in hackbench instead.
 """
 
 
-def test_cli_thread_shows_each_claim_once(tmp_path: Path) -> None:
-    env = {"LORELAB_DATABASE_URL": f"sqlite:///{tmp_path / 'lorelab.db'}"}
+def test_cli_thread_shows_each_claim_once(lorelab: Lorelab, tmp_path: Path) -> None:
     mbox = tmp_path / "thread.mbox"
     mbox.write_text(
         f"From jane@example.org Mon Jan  1 10:00:00 2024\n{ORIGINAL}\n"
         f"From rev@example.org Tue Jan  2 10:00:00 2024\n{REPLY}\n"
     )
-    stored = subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; main()", "ingest", "mbox", str(mbox)],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, **env}, timeout=120,
-    )  # fmt: skip
-    assert stored.returncode == 0, stored.stderr
-    done = run_cli("claims", "reply@example.org", "--thread", "--json", env=env)
+    lorelab.run("ingest", "mbox", str(mbox))
+    done = run_cli(lorelab, "claims", "reply@example.org", "--thread", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["format"] == "lorelab-claims-thread/1"
@@ -572,9 +551,10 @@ def test_cli_thread_shows_each_claim_once(tmp_path: Path) -> None:
     assert [(c["kind"], c["speaker"]["role"]) for c in reply["claims"]] == [
         ("percentage", "replier")
     ]
-    single = json.loads(run_cli("claims", "reply@example.org", "--json", env=env).stdout)
+    single = json.loads(run_cli(lorelab, "claims", "reply@example.org", "--json").stdout)
     assert [c["speaker"]["role"] for c in single["claims"]] == ["quoted", "replier"]
-    refused = run_cli("claims", str(SEEDS / "lru_gen-batch-counters-reply.eml"), "--thread")
+    refused = run_cli(lorelab, "claims", str(SEEDS / "lru_gen-batch-counters-reply.eml"),
+                      "--thread")
     assert refused.returncode == 1 and "--thread needs a Message-ID" in refused.stderr
 
 
