@@ -1,8 +1,9 @@
 """A Redis database of the test process's own, for tests that start real Celery workers.
 
 Databases 8 to 15 of the Redis on 127.0.0.1:6379, one per pytest-xdist worker (gw0, gw1, ...;
-the only one without xdist), emptied when handed out: a stale task of an earlier, killed test
-or another worker's queue never reaches this test's workers.
+the only one without xdist; scripts/test.sh starts at most 8 workers), emptied when handed
+out: a stale task of an earlier, killed test or another worker's queue never reaches this
+test's workers.
 """
 
 from __future__ import annotations
