@@ -1,5 +1,7 @@
-"""How long the test suite takes: the fast loop (`pytest -m "not slow"`) and, with --ci, the
-whole CI command in a fresh clone of HEAD, each with the load average before and after.
+"""How long the test suite takes: the fast loop as the README runs it (`pytest -m "not slow"
+-n auto`, on every core), the same loop in one process (`-n 0`, the baseline of the same run)
+and, with --ci, the whole CI command in a fresh clone of HEAD, each with the load average
+before and after.
 
     python bench/suite.py [--ci] [--json]
 
@@ -47,9 +49,10 @@ def main() -> int:
     parser.add_argument("--ci", action="store_true", help="also the whole CI in a fresh clone")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = {"machine": machine(), "fast_loop": timed(
-        [str(REPO / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-m", "not slow", "tests"], REPO)}
+    fast_loop = [str(REPO / ".venv/bin/python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                 "-m", "not slow", "tests"]
+    results = {"machine": machine(), "fast_loop": timed([*fast_loop, "-n", "auto"], REPO),
+               "fast_loop_one_process": timed([*fast_loop, "-n", "0"], REPO)}
     if args.ci:
         with tempfile.TemporaryDirectory(prefix="lorelab-ci-") as tmp:
             clone = Path(tmp) / "lorelab"
@@ -58,7 +61,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        for name in ("fast_loop", "ci"):
+        for name in ("fast_loop", "fast_loop_one_process", "ci"):
             if name in results:
                 r = results[name]
                 print(f"{name}: {r['wall_s']} s wall, {r['cpu_s']} s CPU, load {r['load_before']}"
