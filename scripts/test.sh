@@ -57,5 +57,5 @@ python3 -m venv .venv
 
 .venv/bin/ruff check .
 # On every core (pytest-xdist), at most 8 workers: each has a Redis database of its own
-# (tests/support/redis_broker.py); the real-kernel tests share one worker (xdist_group).
-.venv/bin/python -m pytest -q -p no:cacheprovider -n auto --maxprocesses 8 --dist loadgroup "$@"
+# (tests/support/redis_broker.py).
+.venv/bin/python -m pytest -q -p no:cacheprovider -n auto --maxprocesses 8 "$@"

@@ -20,7 +20,7 @@ SCRIPT = REPO / "scripts" / "kernel-bisect"
 
 
 @pytest.mark.kernel
-@pytest.mark.xdist_group("kernel")  # one TCG build at a time: each takes every core
+@pytest.mark.usefixtures("one_real_kernel_at_a_time")
 def test_a_real_kernel_series_is_bisected_to_its_slow_patch(tmp_path_factory):
     if os.geteuid() != 0 and subprocess.run(["dpkg", "-s", "linux-source-6.1"],
                                             capture_output=True).returncode != 0:

@@ -19,7 +19,7 @@ SCRIPT = REPO / "scripts" / "kernel-review"
 
 
 @pytest.mark.kernel
-@pytest.mark.xdist_group("kernel")  # one TCG build at a time: each takes every core
+@pytest.mark.usefixtures("one_real_kernel_at_a_time")
 def test_three_series_on_a_real_kernel_each_get_a_true_reply(tmp_path_factory):
     if os.geteuid() != 0 and subprocess.run(["dpkg", "-s", "linux-source-6.1"],
                                             capture_output=True).returncode != 0:
