@@ -50,7 +50,7 @@ _JSON = {"json_serializer": json_text, "json_deserializer": orjson.loads}
 # mail, a few KB a message: in 4 KB pages a message of more than 4 KB spilled into a chain of
 # overflow pages, each its own write to the WAL and again to the database. In 64 KB pages it
 # stays in its row, and the file is 5% smaller; a 20,000-message ingest's storing process
-# spent 0.45 s of system time instead of 0.64 s (bench/ingest.py; README, Performance).
+# spent 0.45 s of system time instead of 0.64 s (bench/ingest.py; docs/performance-log.md).
 SQLITE_PAGE_SIZE = 65536
 SQLITE_CHECKPOINT_BYTES = 64 * 2**20
 
