@@ -57,5 +57,14 @@ python3 -m venv .venv
 
 .venv/bin/ruff check .
 # On every core (pytest-xdist), at most 8 workers: each has a Redis database of its own
-# (tests/support/redis_broker.py).
-.venv/bin/python -m pytest -q -p no:cacheprovider -n auto --maxprocesses 8 "$@"
+# (tests/support/redis_broker.py). Then, in one process, the tests that measure this machine's
+# speed (marked `alone`), with no other test beside them. Exit 5 is pytest's "no test selected":
+# a selection may hold tests of only one of the two passes.
+status=0
+.venv/bin/python -m pytest -q -p no:cacheprovider -n auto --maxprocesses 8 --alone skip "$@" \
+  || status=$?
+alone=0
+.venv/bin/python -m pytest -q -p no:cacheprovider -n 0 --alone only "$@" || alone=$?
+if [ "$status" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
+if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then exit "$status"; fi
+if [ "$alone" -ne 5 ]; then exit "$alone"; fi

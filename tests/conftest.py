@@ -27,11 +27,24 @@ PG_ADMIN_URL = os.environ.get(
     "LORELAB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--alone", choices=("with-others", "skip", "only"), default="with-others",
+        help="tests marked `alone` (they measure this machine's speed): run them with the others"
+             " (default), leave them out (the parallel pass of scripts/test.sh), or run only them"
+             " (its serial pass after it, with no other test beside them)")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """PostgreSQL variants only where the SQL can differ from SQLite's (storing, assembling,
-    querying, delivering, migrating): a module whose SQL cannot differ says `sqlite_only`."""
+    querying, delivering, migrating): a module whose SQL cannot differ says `sqlite_only`.
+    With `--alone skip` or `--alone only`, the tests marked `alone` left out, or only they."""
+    alone = config.getoption("--alone")
     dropped = [item for item in items if item.get_closest_marker("sqlite_only")
                and "[postgresql" in item.nodeid]
+    if alone != "with-others":
+        dropped += [item for item in items
+                    if (item.get_closest_marker("alone") is None) == (alone == "only")]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         gone = set(dropped)
