@@ -27,6 +27,7 @@ PG_ADMIN_URL = os.environ.get(
     "LORELAB_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--alone", choices=("with-others", "skip", "only"), default="with-others",
@@ -40,11 +41,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     querying, delivering, migrating): a module whose SQL cannot differ says `sqlite_only`.
     With `--alone skip` or `--alone only`, the tests marked `alone` left out, or only they."""
     alone = config.getoption("--alone")
-    dropped = [item for item in items if item.get_closest_marker("sqlite_only")
-               and "[postgresql" in item.nodeid]
-    if alone != "with-others":
-        dropped += [item for item in items
-                    if (item.get_closest_marker("alone") is None) == (alone == "only")]
+    dropped = [item for item in items
+               if (item.get_closest_marker("sqlite_only") and "[postgresql" in item.nodeid)
+               or (alone != "with-others"
+                   and (item.get_closest_marker("alone") is None) == (alone == "only"))]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         gone = set(dropped)
