@@ -3,6 +3,7 @@ statement counts, columns read)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,11 +13,20 @@ import sqlalchemy as sa
 
 @contextmanager
 def statements() -> Iterator[list[tuple[str, Any]]]:
-    """Every statement any engine sends while the block runs, with its (first) parameters."""
+    """Every statement any engine sends from this thread while the block runs, with its
+    (first) parameters.
+
+    The listener is on every engine of the process, so a thread an earlier test left running
+    (a service's poller, a server winding down) could add its statements to the count of the
+    code under test: CI once counted one statement more for `series list --limit 4` than for
+    `--limit 1`. The code these tests measure sends its SQL from the calling thread."""
     seen: list[tuple[str, Any]] = []
+    caller = threading.get_ident()
 
     def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any,
                executemany: bool) -> None:
+        if threading.get_ident() != caller:
+            return
         many = executemany and isinstance(parameters, (list, tuple)) and parameters
         seen.append((statement, parameters[0] if many else parameters))
 
