@@ -32,6 +32,11 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--archive DIR] [--r
    are interleaved `--rounds` times (3 by default) and the median of each round's ratio
    counts: the CPU time of identical work moves by a fifth on this shared machine, a ratio of
    runs made back to back much less.
+   Where the ingest's CPU goes, in each round too: start-up (the empty mbox), the parse stage
+   alone (`bot.ingest.prepare.prepared_batches` over the file, its workers included, in a
+   process of its own, timed after its imports) and storing (the rest: series assembly,
+   message rows, commits). From these, what the per-message ratio would be were storing free
+   (bare / parse stage), and what CPU the target leaves storing (bare / 0.6 - parse stage).
 5. A mail server's delivery: `lorelab ingest stdin` once per mail (`--deliveries` of them,
    each a new process, as Postfix or Exim runs it, each storing its mail itself: no agent)
    into a database made beforehand; CPU per mail, beside an interpreter that does nothing
@@ -922,15 +927,21 @@ class IngestResult:
     stderr: str
 
 
+def ingest_env(workdir: Path, db: Path) -> dict[str, str]:
+    """The environment of the measured commands: this working tree's code (PYTHONPATH, whatever
+    the venv's install points at), a database and a data directory of the run's own."""
+    return dict(os.environ, LORELAB_DATABASE_URL=f"sqlite:///{db}", LORELAB_DATA_DIR=str(workdir),
+                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                         os.environ.get("PYTHONPATH")])))
+
+
 def run_ingest(lorelab: str, mbox: Path, workdir: Path, name: str) -> IngestResult:
     """`lorelab ingest mbox FILE --json` into a fresh SQLite database, timed, with its peak RSS."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{name}.db"
     for stale in workdir.glob(f"{name}.db*"):
         stale.unlink()
-    # PYTHONPATH: measure this working tree's code, whatever the venv's install points at.
-    env = dict(os.environ, LORELAB_DATABASE_URL=f"sqlite:///{db}", LORELAB_DATA_DIR=str(workdir),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = ingest_env(workdir, db)
     out_path, err_path = workdir / f"{name}.stdout", workdir / f"{name}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         # Through a launcher: started from this process, which holds the corpus, the command's
@@ -947,6 +958,35 @@ def run_ingest(lorelab: str, mbox: Path, workdir: Path, name: str) -> IngestResu
             summary = None
     return IngestResult(run.seconds, run.cpu_seconds, run.peak_rss_mb, run.returncode, summary,
                         err_path.read_text(errors="replace")[-2000:])
+
+
+# The parse stage alone, as `ingest mbox` runs it (its settings, its worker processes): the
+# CPU of this process and of the workers it reaped, from after the imports to the last batch.
+PARSE_STAGE = """\
+import resource, sys
+from pathlib import Path
+from bot.config import load_settings
+from bot.ingest.prepare import prepared_batches
+from bot.ingest.sources import MboxFile
+
+def used():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+settings = load_settings().ingest
+start = used()
+read = sum(b.read for b in prepared_batches(MboxFile(Path(sys.argv[1])), settings))
+print(read, used() - start)
+"""
+
+
+def parse_stage(python: str, mbox: Path, workdir: Path) -> float:
+    """CPU seconds of the ingest's parse stage alone over `mbox` (`PARSE_STAGE`)."""
+    env = ingest_env(workdir, workdir / "parse-stage.db")  # named, never opened
+    done = subprocess.run([python, "-c", PARSE_STAGE, str(mbox)], env=env, check=True,
+                          capture_output=True, text=True)
+    return float(done.stdout.split()[1])
 
 
 FULL_COMMAND_LINE = ("from bot.cli import get_app; "
@@ -970,9 +1010,7 @@ def deliveries(lorelab: str, messages: list[bytes], workdir: Path) -> dict[str, 
     for stale in workdir.glob("deliveries.db*"):
         stale.unlink()
     # Each delivery stores its own mail: no agent left behind (bench/delivery.py measures it).
-    env = dict(os.environ, LORELAB_DATABASE_URL=f"sqlite:///{db}", LORELAB_DATA_DIR=str(workdir),
-               LORELAB_INGEST_DELIVERY_AGENT_IDLE="0",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = dict(ingest_env(workdir, db), LORELAB_INGEST_DELIVERY_AGENT_IDLE="0")
     env.pop("LORELAB_DELIVER_SOCKET", None)
     subprocess.run([lorelab, "db", "upgrade"], env=env, check=True, capture_output=True)
     python = str(Path(lorelab).with_name("python"))
@@ -1077,6 +1115,8 @@ def main(argv: list[str] | None = None) -> int:
         bares: list[BareResult] = []
         runs: list[IngestResult] = []
         fixeds: list[IngestResult] = []  # the same command on an empty mbox
+        parses: list[float] = []  # the parse stage alone
+        python = str(Path(args.lorelab).with_name("python"))
         empty = workdir / "empty.mbox"
         empty.write_bytes(b"")
         for _ in range(rounds if not args.no_ingest else 1):
@@ -1084,6 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_ingest:
                 runs.append(run_ingest(args.lorelab, mbox, workdir, "bench"))
                 fixeds.append(run_ingest(args.lorelab, empty, workdir, "empty"))
+                parses.append(parse_stage(python, mbox, workdir))
         bare = BareResult(bares[0].messages, statistics.median(b.seconds for b in bares),
                           bares[0].defects, statistics.median(b.cpu_seconds for b in bares))
         report: dict[str, object] = {
@@ -1150,6 +1191,7 @@ def main(argv: list[str] | None = None) -> int:
                 report["ratio"] = round(statistics.median(walls), 3)
                 report["cpu_ratio"] = round(statistics.median(cpus), 3)
                 report["per_message_cpu_ratio"] = round(statistics.median(per_message), 3)
+                report["stages"] = stages(bares, runs, fixeds, parses)
                 report["targets"] = {
                     "ratio": f">= {RATIO_TARGET}",
                     "ratio_met": report["ratio"] >= RATIO_TARGET,
@@ -1169,6 +1211,29 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print_report(report)
     return 1 if "end_to_end" in report and report["ratio"] is None else 0
+
+
+def stages(bares: list[BareResult], runs: list[IngestResult], fixeds: list[IngestResult],
+           parses: list[float]) -> dict[str, object]:
+    """Where the ingest's CPU goes, medians over the rounds (each figure its own median)."""
+    rounds = list(zip(bares, runs, fixeds, parses, strict=True))
+
+    def median(values: Iterator[float]) -> float:
+        return round(statistics.median(values), 3)
+
+    return {
+        "what": "the ingest's CPU: start-up (the command on an empty mbox), the parse stage "
+                "(bot.ingest.prepare.prepared_batches alone, its workers included, after its "
+                "imports) and storing (the rest); medians over the rounds",
+        "start_up_cpu_seconds": median(f.cpu_seconds for _, _, f, _ in rounds),
+        "parse_cpu_seconds": median(p for *_, p in rounds),
+        "storing_cpu_seconds": median(r.cpu_seconds - f.cpu_seconds - p
+                                      for _, r, f, p in rounds),
+        # The per-message ratio were storing free, and the CPU the target leaves storing.
+        "parse_cpu_ratio": median(b.cpu_seconds / p for b, _, _, p in rounds),
+        "storing_budget_cpu_seconds": median(b.cpu_seconds / RATIO_TARGET - p
+                                             for b, _, _, p in rounds),
+    }
 
 
 def print_report(report: dict) -> None:
@@ -1201,6 +1266,11 @@ def print_report(report: dict) -> None:
             print(f"           {report['cpu_ratio']:.3f} CPU of the whole command  (start-up "
                   f"included, which a list's backfill pays once; target >= {RATIO_TARGET}: "
                   f"{'met' if report['targets']['cpu_ratio_met'] else 'NOT met'})")
+            st = report["stages"]
+            print(f"stages     start-up {st['start_up_cpu_seconds']} s, parse stage "
+                  f"{st['parse_cpu_seconds']} s, storing {st['storing_cpu_seconds']} s of CPU; "
+                  f"storing free, the per-message ratio would be {st['parse_cpu_ratio']:.3f}; "
+                  f"at the target storing may take {st['storing_budget_cpu_seconds']} s")
             print(f"peak RSS   {e2e['peak_rss_mb']:.1f} MB  (target < {MEMORY_TARGET_MB} MB: "
                   f"{'met' if report['targets']['memory_met'] else 'NOT met'})")
         print(f"summary    {json.dumps(e2e['summary'])}")
