@@ -16,10 +16,12 @@ def statements() -> Iterator[list[tuple[str, Any]]]:
     """Every statement any engine sends from this thread while the block runs, with its
     (first) parameters.
 
-    The listener is on every engine of the process, so a thread an earlier test left running
-    (a service's poller, a server winding down) could add its statements to the count of the
-    code under test: CI once counted one statement more for `series list --limit 4` than for
-    `--limit 1`. The code these tests measure sends its SQL from the calling thread."""
+    The listener is on every engine of the process, and other threads send SQL while a test
+    runs: the PostgreSQL template's background thread (`tests/support/databases.py`) drops the
+    last test's database and makes the next one's copy. CI once counted one statement more for
+    `series list --limit 4` than for `--limit 1`; a drop sent in the block is counted without
+    this filter (seen here). The code these tests measure sends its SQL from the calling
+    thread."""
     seen: list[tuple[str, Any]] = []
     caller = threading.get_ident()
 
