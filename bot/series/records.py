@@ -23,7 +23,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from bot.db.models import Patch, Series, SeriesVersion, utcnow
-from bot.db.value_lists import in_values, insert_tuples, sqlite_inserted_ids
+from bot.db.value_lists import (
+    in_values,
+    insert_processed,
+    insert_tuples,
+    sqlite_inserted_ids,
+)
 
 _SERIES = Series.__table__
 _VERSIONS = SeriesVersion.__table__
@@ -124,11 +129,12 @@ def write(
     """Write what changed of these records, in an order no constraint objects to: a message's
     patch row and a version's anchor are freed before anyone takes them."""
     now = utcnow()
+    # Those stored before: a series inserted now is written whole, not updated after.
+    updated = [s for s in series if s.changed and s.id is not None]
     created = [s for s in series if s.id is None and s.versions]
-    _insert_numbered(conn, _SERIES, created, [
-        {"title": s.title, "title_key": s.title_key, "author_name": s.author_name,
-         "author_email": s.author_email, "change_id": s.change_id,
-         "last_mail_at": s.last_mail_at, "created_at": now, "updated_at": now}
+    _insert_numbered(conn, _SERIES, _SERIES_KEYS, created, [
+        (s.title, s.title_key, s.author_name, s.author_email, s.change_id, s.last_mail_at,
+         now, now)
         for s in created
     ])  # fmt: skip
     gone = [m for v in versions for i, m in v.stored_patches.items()
@@ -151,41 +157,51 @@ def write(
                 _UPDATE_VERSION, [{**_version_values(v), "version_id": v.id} for v in turn]
             )
     new = [v for v in kept if v.id is None]
-    _insert_numbered(conn, _VERSIONS, new, [_version_values(v) for v in new])
+    _insert_numbered(conn, _VERSIONS, _VERSION_KEYS, new, [_version_row(v) for v in new])
     placed = [(v.id, i, m) for v in kept for i, m in v.patches.items()
               if v.stored_patches.get(i) != m]  # fmt: skip
     insert_tuples(conn, _PATCHES, ("series_version_id", "index", "message_id"), placed)
-    _write_series(conn, [s for s in series if s.changed and s.id is not None], now)
+    _write_series(conn, updated, now)
 
 
 def _version_values(version: VersionRecord) -> dict[str, Any]:
+    return dict(zip(_VERSION_KEYS, _version_row(version), strict=True))
+
+
+def _version_row(version: VersionRecord) -> tuple[Any, ...]:
+    """A version's values, in the order of `_VERSION_KEYS`."""
     assert version.series is not None and version.series.id is not None
-    values = {k: getattr(version, k) for k in _VERSION_FIELDS}
-    values["series_id"] = version.series.id
-    values["title_key"] = title_key(version.title)
-    return values
+    return (*[getattr(version, k) for k in _VERSION_FIELDS], version.series.id,
+            title_key(version.title))
+
+
+_SERIES_KEYS = ("title", "title_key", "author_name", "author_email", "change_id",
+                "last_mail_at", "created_at", "updated_at")  # fmt: skip
+_VERSION_KEYS = (*_VERSION_FIELDS, "series_id", "title_key")
 
 
 def _insert_numbered(
-    conn: sa.Connection, table: sa.Table, records: Sequence[Any], rows: list[dict[str, Any]]
-) -> None:
-    """Insert `rows` and give each record its new id.
+    conn: sa.Connection, table: sa.Table, keys: tuple[str, ...], records: Sequence[Any],
+    rows: list[tuple[Any, ...]],
+) -> None:  # fmt: skip
+    """Insert `rows` (the values of `keys`) and give each record its new id.
 
-    On SQLite the rows go as one executemany and the ids are those SQLite numbers them with
-    (`sqlite_inserted_ids`): RETURNING came with SQLAlchemy's statements of a few rows each, a
-    text of another length at every batch that SQLite compiled anew. On PostgreSQL RETURNING
-    sends the ids back, in an order it does not promise; they follow the rows, as its sequence
-    hands out rising numbers in the order of VALUES and a later statement gets later ones.
-    (SQLAlchemy's own `sort_by_parameter_order` falls back to one statement per row on
-    SQLite.)"""
+    On SQLite the rows go as one executemany of tuples (`insert_processed`) and the ids are
+    those SQLite numbers them with (`sqlite_inserted_ids`): RETURNING came with SQLAlchemy's
+    statements of a few rows each, a text of another length at every batch that SQLite
+    compiled anew. On PostgreSQL RETURNING sends the ids back, in an order it does not
+    promise; they follow the rows, as its sequence hands out rising numbers in the order of
+    VALUES and a later statement gets later ones. (SQLAlchemy's own `sort_by_parameter_order`
+    falls back to one statement per row on SQLite.)"""
     if not rows:
         return
     ids: Iterable[int]
     if conn.dialect.name == "sqlite":
-        conn.execute(sa.insert(table), rows)
+        insert_processed(conn, table, keys, rows)
         ids = sqlite_inserted_ids(conn, len(rows))
     else:
-        ids = sorted(conn.execute(sa.insert(table).returning(table.c.id), rows).scalars())
+        ids = sorted(conn.execute(sa.insert(table).returning(table.c.id),
+                                  [dict(zip(keys, row, strict=True)) for row in rows]).scalars())
     for record, new_id in zip(records, ids, strict=True):
         record.id = new_id
 

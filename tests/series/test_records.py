@@ -3,11 +3,14 @@ row, whichever way the database hands the ids out."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import sqlalchemy as sa
 
 from bot.db.models import Series, utcnow
 from bot.db.session import Database
-from bot.series.records import SeriesRecord, _insert_numbered, title_key
+from bot.series import records
+from bot.series.records import SeriesRecord, VersionRecord, _insert_numbered, title_key
 
 SERIES = Series.__table__
 
@@ -18,12 +21,14 @@ def new_series(title: str) -> SeriesRecord:
                         versions=1)  # fmt: skip
 
 
+KEYS = ("title", "title_key", "author_name", "author_email", "change_id", "last_mail_at",
+        "created_at", "updated_at")  # fmt: skip
+
+
 def insert(conn: sa.Connection, records: list[SeriesRecord]) -> None:
     now = utcnow()
-    _insert_numbered(conn, SERIES, records, [
-        {"title": s.title, "title_key": s.title_key, "author_name": s.author_name,
-         "author_email": s.author_email, "change_id": None, "last_mail_at": None,
-         "created_at": now, "updated_at": now}
+    _insert_numbered(conn, SERIES, KEYS, records, [
+        (s.title, s.title_key, s.author_name, s.author_email, None, s.last_mail_at, now, now)
         for s in records
     ])  # fmt: skip
 
@@ -40,3 +45,31 @@ def test_new_records_get_the_ids_of_their_rows(db: Database) -> None:
         insert(conn, later)
         stored = dict(conn.execute(sa.select(SERIES.c.id, SERIES.c.title)).all())
     assert stored == {s.id: s.title for s in [*first[:-1], *later]}
+
+
+def test_written_records_read_back_as_they_were(db: Database) -> None:
+    """Dates, JSON lists and flags go through their columns' conversions (`insert_processed`):
+    what a new series and version read back is what was written."""
+    when = dt.datetime(2026, 11, 30, 9, 15, 2, 123000, tzinfo=dt.UTC)
+    series = new_series("mm: vmscan: batch the lru_lock")
+    series.last_mail_at = when
+    version = VersionRecord(
+        series=series, anchor_msgid="cover@example.org", thread_id=None, version=3,
+        title=series.title, author_email="ada@example.org", expected=2, date=when, received=2,
+        complete=True, rfc=True, prefixes=["mm-unstable"], notes=["shared id <x@y>"],
+        fix_ups=[["fix@example.org", 2]], base_commit="abc123", change_id="20261130-lru",
+        updated_at=when, changed=True,
+    )  # fmt: skip
+    with db.session() as session:
+        records.write(session.connection(), [series], [version])
+    with db.session() as session:
+        conn = session.connection()
+        row = conn.execute(sa.select(*records.VERSION_COLUMNS)).one()._mapping
+        stored = conn.execute(sa.select(*records.SERIES_COLUMNS)).one()._mapping
+    assert stored["id"] == series.id and stored["last_mail_at"] == when
+    back = records.version_record(row, series, {})
+    assert row["id"] == version.id and row["series_id"] == series.id
+    for name in ("version", "expected", "date", "received", "complete", "rfc", "resend",
+                 "prefixes", "notes", "fix_ups", "base_commit", "change_id", "updated_at",
+                 "ambiguous", "cover_message_id", "anchor_msgid"):
+        assert getattr(back, name) == getattr(version, name), name
