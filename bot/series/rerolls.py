@@ -190,9 +190,12 @@ def link_rerolls(conn: sa.Connection, thread_ids: Iterable[int]) -> None:
                   or point_of(r.version, r.prefixes or ())}
     if not series_ids:
         return
+    # and the versions sharing a thread with one of them: a version of these threads in none
+    # of theirs is related to no reroll (most, when the threads are a backfill's batch)
+    of_series = conn.execute(_VERSIONS_OF_SERIES, {"series": list(series_ids)}).all()
+    near = list({r.thread_id for r in of_series}.intersection(threads))
     rows = list({r.id: r for r in [
-        *conn.execute(_VERSIONS_OF_SERIES, {"series": list(series_ids)}),
-        *conn.execute(_VERSIONS_OF_THREADS, {"threads": threads}),
+        *of_series, *conn.execute(_VERSIONS_OF_THREADS, {"threads": near}),
     ]}.values())  # fmt: skip
     facts = {r.id: VersionFacts(r.id, r.series_id, r.thread_id, r.version, r.expected, r.date,
                                 unresolved(r.notes or ()), point_of(r.version, r.prefixes or ()))
