@@ -52,22 +52,19 @@ _VERSIONS = sa.select(
     _SENT_ID.label("cover_msgid"), Message.thread_id.label("cover_thread_id"),
 ).outerjoin(Message, Message.id == SeriesVersion.cover_message_id)  # fmt: skip
 _CHOSEN_VERSIONS = _VERSIONS.where(in_param(SeriesVersion.id, "ids"))
-_LATER_VERSIONS = _VERSIONS.where(
-    in_param(SeriesVersion.series_id, "series"),
-    SeriesVersion.id.not_in(sa.bindparam("ids", expanding=True)),
-)
+# The versions being rebuilt are left out of these two as they are read, not by a NOT IN of
+# thousands of parameters that SQLAlchemy renders anew for every batch.
+_SERIES_VERSIONS = _VERSIONS.where(in_param(SeriesVersion.series_id, "series"))
 _EARLIER_TRAILERS = (
     sa.select(
-        SeriesVersion.series_id, SeriesVersion.version, Message.patch_fingerprint,
-        Trailer.name, Trailer.value, Trailer.source_msgid,
+        SeriesVersion.id, SeriesVersion.series_id, SeriesVersion.version,
+        Message.patch_fingerprint, Trailer.name, Trailer.value, Trailer.source_msgid,
     )
     .join(Patch, Patch.id == Trailer.patch_id)
     .join(SeriesVersion, SeriesVersion.id == Patch.series_version_id)
     .join(Message, Message.id == Patch.message_id)
     .where(
-        in_param(SeriesVersion.series_id, "series"),
-        SeriesVersion.id.not_in(sa.bindparam("rebuilt", expanding=True)),
-        Message.patch_fingerprint.is_not(None),
+        in_param(SeriesVersion.series_id, "series"), Message.patch_fingerprint.is_not(None),
     )
 )  # fmt: skip
 _REPLIES = sa.select(
@@ -145,8 +142,9 @@ def _versions_to_rebuild(conn: sa.Connection, ids: set[int]) -> list[Any]:
     floor: dict[int, int] = {}
     for v in chosen:
         floor[v.series_id] = min(floor.get(v.series_id, v.version), v.version)
-    later = conn.execute(_LATER_VERSIONS, {"series": list(floor), "ids": list(ids)}).all()
-    versions = list(chosen) + [v for v in later if v.version > floor[v.series_id]]
+    later = conn.execute(_SERIES_VERSIONS, {"series": list(floor)}).all()
+    versions = list(chosen) + [v for v in later
+                               if v.id not in ids and v.version > floor[v.series_id]]
     return sorted(versions, key=lambda v: (v.version, v.id))
 
 
@@ -154,12 +152,13 @@ def _earlier_trailers(
     conn: sa.Connection, versions: list[Any]
 ) -> dict[tuple[int, str], list[tuple[int, str, str, str]]]:
     """Reviewers' trailers on versions not being rebuilt, by (series, patch fingerprint)."""
-    rows = conn.execute(_EARLIER_TRAILERS, {
-        "series": list({v.series_id for v in versions}), "rebuilt": list({v.id for v in versions}),
-    })  # fmt: skip
+    rebuilt = {v.id for v in versions}
+    rows = conn.execute(_EARLIER_TRAILERS, {"series": list({v.series_id for v in versions})})
     out: dict[tuple[int, str], list[tuple[int, str, str, str]]] = defaultdict(list)
     for r in rows:
-        out[(r.series_id, r.patch_fingerprint)].append((r.version, r.name, r.value, r.source_msgid))
+        if r.id not in rebuilt:
+            out[(r.series_id, r.patch_fingerprint)].append(
+                (r.version, r.name, r.value, r.source_msgid))
     return out
 
 
