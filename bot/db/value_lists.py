@@ -63,8 +63,7 @@ def insert_processed(
 ) -> None:
     """`insert_tuples` for rows whose values go through their columns' bind processors first,
     as SQLAlchemy's executemany would send them, None included (JSON's None is `null`): the
-    processors are looked up once, not for every row's dictionary (a version row's twenty
-    columns cost three times the insert of a message)."""
+    processors are looked up once, not for every row's dictionary."""
     processors = _bind_processors(table, keys, conn.dialect)
     if processors:
         processed = []

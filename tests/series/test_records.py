@@ -9,8 +9,16 @@ import sqlalchemy as sa
 
 from bot.db.models import Series, utcnow
 from bot.db.session import Database
-from bot.series import records
-from bot.series.records import SeriesRecord, VersionRecord, _insert_numbered, title_key
+from bot.series.records import (
+    SERIES_COLUMNS,
+    VERSION_COLUMNS,
+    SeriesRecord,
+    VersionRecord,
+    _insert_numbered,
+    title_key,
+    version_record,
+    write,
+)
 
 SERIES = Series.__table__
 
@@ -61,13 +69,13 @@ def test_written_records_read_back_as_they_were(db: Database) -> None:
         updated_at=when, changed=True,
     )  # fmt: skip
     with db.session() as session:
-        records.write(session.connection(), [series], [version])
+        write(session.connection(), [series], [version])
     with db.session() as session:
         conn = session.connection()
-        row = conn.execute(sa.select(*records.VERSION_COLUMNS)).one()._mapping
-        stored = conn.execute(sa.select(*records.SERIES_COLUMNS)).one()._mapping
+        row = conn.execute(sa.select(*VERSION_COLUMNS)).one()._mapping
+        stored = conn.execute(sa.select(*SERIES_COLUMNS)).one()._mapping
     assert stored["id"] == series.id and stored["last_mail_at"] == when
-    back = records.version_record(row, series, {})
+    back = version_record(row, series, {})
     assert row["id"] == version.id and row["series_id"] == series.id
     for name in ("version", "expected", "date", "received", "complete", "rfc", "resend",
                  "prefixes", "notes", "fix_ups", "base_commit", "change_id", "updated_at",
