@@ -39,10 +39,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """PostgreSQL variants only where the SQL can differ from SQLite's (storing, assembling,
     querying, delivering, migrating): a module whose SQL cannot differ says `sqlite_only`.
-    With `--alone skip` or `--alone only`, the tests marked `alone` left out, or only they."""
+    With `--alone skip` or `--alone only`, the tests marked `alone` left out, or only they.
+    The real-kernel tests (an hour under TCG) only when `-m` names `kernel`: any `-m` replaces
+    the `-m 'not kernel'` of `addopts`, and `-m slow` started them too."""
     alone = config.getoption("--alone")
+    kernel = "kernel" in (config.getoption("markexpr") or "")
     dropped = [item for item in items
                if (item.get_closest_marker("sqlite_only") and "[postgresql" in item.nodeid)
+               or (not kernel and item.get_closest_marker("kernel"))
                or (alone != "with-others"
                    and (item.get_closest_marker("alone") is None) == (alone == "only"))]
     if dropped:
