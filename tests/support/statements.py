@@ -17,8 +17,8 @@ def statements() -> Iterator[list[tuple[str, Any]]]:
     (first) parameters.
 
     The listener is on every engine of the process, and other threads send SQL while a test
-    runs: the PostgreSQL template's background thread (`tests/support/databases.py`) drops the
-    last test's database and makes the next one's copy. CI once counted one statement more for
+    runs: the PostgreSQL template's background threads (`tests/support/databases.py`) make the
+    next test's copy and drop the copies of tests before. CI once counted one statement more for
     `series list --limit 4` than for `--limit 1`; a drop sent in the block is counted without
     this filter (seen here). The code these tests measure sends its SQL from the calling
     thread."""

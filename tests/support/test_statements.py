@@ -1,6 +1,6 @@
 """The statement recorder the statement-count tests use (`tests.support.statements`): it counts
 what the code under test sends, not what another thread of the test process sends meanwhile (the
-PostgreSQL template's background thread drops and copies test databases while tests run)."""
+PostgreSQL template's background threads copy and drop test databases while tests run)."""
 
 from __future__ import annotations
 
