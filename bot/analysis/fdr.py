@@ -48,14 +48,15 @@ def weighted_step_up(
     weights: Mapping[str, float],
     q: float,
     level: Callable[[float], float] = lambda share: share,
-) -> set[str]:
+) -> dict[str, float]:
     """Weighted Benjamini-Hochberg: the largest r such that at least r hypotheses have
-    p <= level(q r w / m), and those hypotheses. `level` maps a share of the family's error to
-    the test's own level (identity for a single look; the calibrated per-look level when
-    the p-values are looked at repeatedly)."""
+    p <= level(q r w / m), and those hypotheses, each with the level it passed at. `level`
+    maps a share of the family's error to the test's own level (identity for a single look;
+    the calibrated per-look level when the p-values are looked at repeatedly)."""
     m = len(pvalues)
     for r in range(m, 0, -1):
-        passing = {name for name, p in pvalues.items() if p <= level(q * r * weights[name] / m)}
+        levels = {name: level(q * r * weights[name] / m) for name in pvalues}
+        passing = {name: levels[name] for name, p in pvalues.items() if p <= levels[name]}
         if len(passing) >= r:
             return passing
-    return set()
+    return {}

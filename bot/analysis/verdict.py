@@ -359,12 +359,15 @@ def paired_comparison(
     scale: str = "log",
     base_positions: Sequence[int] | None = None,
     patched_positions: Sequence[int] | None = None,
+    level: float | None = None,
     **extra: object,
 ) -> Comparison:
     """The sequential judgement of one metric's pairs at one look, given whether its change is
     significant (decided by the caller: alone, or within the reply's family). `final`: no pair
-    will follow, so an undecided metric is inconclusive. `extra` sets Comparison's other
-    fields (fdr_demoted, rejected, derived_from, family_size)."""
+    will follow, so an undecided metric is inconclusive. `level`: the per-look level a
+    significant change passed at, when not the alpha' of a metric alone (a family's share; the
+    early-stop correction simulates the rule at it). `extra` sets Comparison's other fields
+    (fdr_demoted, rejected, derived_from, family_size)."""
     _check_delta(delta)
     alpha = sequential_alpha(k_min, k_max)
     shift = look.shift(alpha)
@@ -387,7 +390,7 @@ def paired_comparison(
         identical=identical, k_min=k_min, k_max=k_max, scale=scale, **extra)
     if comparison.early_stop:
         comparison = replace(comparison, adjusted_estimate=conditional_estimate(
-            look, alpha, k_min, k_max))
+            look, alpha, k_min, k_max, level))
     return comparison
 
 

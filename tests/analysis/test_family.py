@@ -48,6 +48,24 @@ def test_an_exact_reciprocal_is_judged_with_its_metric_not_a_second_time():
     assert seconds.family_size == ops.family_size == 1
 
 
+def test_an_early_stop_reports_a_reciprocal_the_same_corrected_change():
+    # Seconds printed to three digits beside ops/s of the same very noisy runs (a change of
+    # about +100%, stopped after 17 pairs): corrected on their own, the two came out +50% and
+    # -30% (a product of 1.044; the recorded demo run of tests/golden: +56% and -40%).
+    rng = np.random.default_rng(21)
+    d = 0.7 + rng.normal(0, 0.8, size=30)
+    base = 2e7 * np.exp(rng.normal(0, 0.3, size=30))
+    patched = base * np.exp(d)
+    judged, _ = _judge(_metric("ops", base, patched, higher=True),
+                       _metric("seconds", np.round(6e6 / base, 3), np.round(6e6 / patched, 3),
+                               higher=False, secondary=True))
+    ops, seconds = judged["ops"].comparison, judged["seconds"].comparison
+    assert seconds.derived_from == "ops" and ops.early_stop and seconds.early_stop
+    assert ops.adjusted_estimate != pytest.approx(ops.shift.estimate, abs=0.01)
+    assert (1 + ops.change_pct / 100) * (1 + seconds.change_pct / 100) == pytest.approx(1.0)
+    assert seconds.ci_low_pct <= seconds.change_pct <= seconds.ci_high_pct
+
+
 def test_a_decided_metric_is_never_left_undecided_by_the_family_control():
     # Before: the loop stopped when both metrics had stopped alone, then Benjamini-Hochberg
     # across them sent one back to "run another pair" ("undecided after 9 of up to 30 pairs").

@@ -16,7 +16,7 @@ from scipy import stats
 
 from bot.analysis.calibration import SHIPPED, sequential_alpha
 from bot.analysis.claim_spread import max_cv_for_significance
-from bot.analysis.fdr import benjamini_hochberg
+from bot.analysis.fdr import benjamini_hochberg, family_weights, weighted_step_up
 from bot.analysis.ranks import null_pmf, shift_estimate
 from bot.analysis.robust import summarize_side
 from bot.analysis.verdict import Verdict, compare, decide_after_pair, judge_metrics
@@ -364,6 +364,20 @@ def test_benjamini_hochberg_matches_scipy():
     assert benjamini_hochberg([0.01, 0.04, 0.03, 0.5]) == [True, False, False, False]
     assert benjamini_hochberg([0.01, 0.02, 0.03, 0.04]) == [True, True, True, True]
     assert benjamini_hochberg([]) == []
+
+
+def test_the_weighted_step_up_says_the_level_each_metric_passed_at():
+    # One main metric beside three counters holds half the family (weight 2): with r = 2 it
+    # passes at 0.05 * 2 * 2 / 4, the counter at 0.05 * 2 * (2/3) / 4; the last two fail.
+    weights = family_weights(["main"], ["c1", "c2", "c3"])
+    pvalues = {"main": 0.04, "c1": 0.01, "c2": 0.2, "c3": 0.9}
+    assert weighted_step_up(pvalues, weights, 0.05) == {
+        "main": pytest.approx(0.05), "c1": pytest.approx(0.05 / 3)}
+    # Through the per-look level, as the pair loop holds each look.
+    assert weighted_step_up(pvalues, weights, 0.05, lambda share: share / 10) == {}
+    assert weighted_step_up({"main": 0.001}, {"main": 1.0}, 0.05,
+                            lambda share: sequential_alpha(5, 30, share)) == {
+        "main": sequential_alpha(5, 30)}
 
 
 def test_a_metric_is_not_called_changed_unless_it_survives_the_false_discovery_rate():
