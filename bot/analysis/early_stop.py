@@ -40,6 +40,7 @@ def conditional_estimate(look: PairedLook, alpha: float, k_min: int, k_max: int,
         return raw
     sign = math.copysign(1.0, raw)
     # On the observed side: the simulated shift is positive, the result gets the sign back.
+    # float32: each bisection step compares the whole paths x k x k array.
     noise = (np.random.default_rng(SEED).standard_normal((PATHS, k)) * spread).astype(np.float32)
     upper = np.triu(np.ones((k, k), dtype=bool))
     # walsh[path, i, j] = (d_i + d_j) / 2 of the noise for i <= j, -inf elsewhere: at shift

@@ -20,7 +20,6 @@ over stored pairs, so a stored campaign is judged exactly as its loop judged it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -171,7 +170,7 @@ def look(
                 if name not in decided and (source in decided or source in settled)}
     stop = final or all(m.name in decided or m.name in settled for m in metrics if m.main)
     built: dict[str, Comparison] = {}
-    for metric in metrics:
+    for metric in sorted(metrics, key=lambda m: m.name in sources):  # sources first
         if metric.name in decided or not (stop or metric.name in settled):
             continue
         source = sources.get(metric.name)
@@ -181,11 +180,9 @@ def look(
             metric, screened[metric.name], looks[metric.name],
             significant=significant(metric.name), k_min=k_min, k_max=k_max,
             final=final or stop, family_size=len(family), derived_from=source,
-            fdr_demoted=demoted, level=rejected.get(source or metric.name))
-    for name, comparison in built.items():
-        source = sources.get(name)
-        if source is not None:
-            built[name] = _corrected_as(comparison, built.get(source) or decided[source])
+            fdr_demoted=demoted, level=rejected.get(source or metric.name),
+            source=None if source is None else built.get(source, decided.get(source)))
+    built = {m.name: built[m.name] for m in metrics if m.name in built}  # in the metrics' order
     return Look(pairs=pairs,
                 decided={**decided, **{n: c for n, c in built.items() if n in settled}},
                 current={n: c for n, c in built.items() if n not in settled}, stop=stop)
@@ -211,19 +208,6 @@ def judge_pairs(
             return state
         decided = state.decided
     raise AssertionError("the last look is final")
-
-
-def _corrected_as(comparison: Comparison, source: Comparison) -> Comparison:
-    """An early-stopped metric judged with its source reports the source's corrected estimate
-    (negated for a reciprocal), kept inside its own interval: corrected on its own, the
-    rounding of one of them (seconds to 3 digits beside ops/s) moved the two corrections apart,
-    +56% against -40% for the same runs."""
-    if comparison.adjusted_estimate is None or source.adjusted_estimate is None:
-        return comparison
-    sign = math.copysign(1.0, comparison.shift.estimate * source.shift.estimate)
-    adjusted = min(max(sign * source.adjusted_estimate, comparison.shift.ci_low),
-                   comparison.shift.ci_high)
-    return replace(comparison, adjusted_estimate=adjusted)
 
 
 def _paired(screened: Screened) -> PairedLook | None:
