@@ -239,10 +239,15 @@ class Comparison:
             )
         if self.early_stop:
             raw = self._format_change(self.shift.estimate)
-            notes.append(
-                f"Stopped early, after {self.pairs} of up to {self.k_max} pairs: an early stop "
-                f"overstates a change, so the estimate is corrected for it (uncorrected {raw})."
-            )
+            stopped = f"Stopped early, after {self.pairs} of up to {self.k_max} pairs: "
+            if raw == self._format_change(self.estimate):
+                # A change clear enough stops where it would whatever its size: nothing to
+                # correct, and "corrected (uncorrected the same)" would read as a slip.
+                notes.append(stopped + "an early stop can overstate a change, but the "
+                             "correction for it leaves this estimate as it is.")
+            else:
+                notes.append(stopped + "an early stop overstates a change, so the estimate "
+                             f"is corrected for it (uncorrected {raw}).")
         return tuple(notes)
 
     def _percent(self, shift: float) -> float:

@@ -297,7 +297,7 @@ def test_fewer_than_k_min_pairs_always_asks_for_another_pair():
     assert not result.stopped
 
 
-def test_a_clear_change_stops_at_the_first_look_that_can_reach_alpha_and_is_corrected():
+def test_a_clear_change_stops_at_the_first_look_that_can_reach_alpha():
     # Eight pairs all slower: p = 2 / 2^8 = 0.0078 <= alpha' (5..30) = 0.0104; seven pairs
     # cannot get below 2 / 2^7 = 0.0156, whatever the data.
     slower = [v * 1.05 for v in STEADY]
@@ -308,9 +308,22 @@ def test_a_clear_change_stops_at_the_first_look_that_can_reach_alpha_and_is_corr
     assert result.verdict is Verdict.REGRESSION and result.stopped and result.early_stop
     assert result.describe().endswith("regression (>= 1%)")
     assert result.interval_label == "95% interval, adjusted for the sequential looks"
-    assert any("Stopped early, after 8 of up to 30 pairs" in note for note in result.notes())
     assert result.adjusted_estimate is not None
     assert result.shift.ci_low <= result.estimate <= result.shift.estimate
+    # Every pair the same +5%: stopping here says nothing about the size, nothing to correct,
+    # and the note does not claim a correction it did not make.
+    assert result.change_pct == pytest.approx(5.0)
+    assert result.notes()[-1] == (
+        "Stopped early, after 8 of up to 30 pairs: an early stop can overstate a change, but "
+        "the correction for it leaves this estimate as it is.")
+    # Where it does correct, the note gives the estimate before.
+    noisy = [v * 1.05 * (1 + 0.04 * (-1) ** i) for i, v in enumerate(STEADY)]
+    corrected = decide_after_pair(STEADY[:11], noisy[:11], higher_is_better=False)
+    assert corrected.early_stop and corrected.change_pct < 100 * math.expm1(
+        corrected.shift.estimate) - 0.005
+    assert corrected.notes()[-1].startswith(
+        "Stopped early, after 11 of up to 30 pairs: an early stop overstates a change, so the "
+        "estimate is corrected for it (uncorrected +")
 
 
 def test_the_per_look_alpha_is_stricter_than_the_fixed_one():
