@@ -20,8 +20,12 @@ from typing import Protocol
 import numpy as np
 
 # Two metrics are one when their per-pair differences agree to this share of their spread
-# (values printed to 4-5 significant digits still match; unrelated metrics do not).
+# (values printed to 4-5 significant digits still match; unrelated metrics do not), or to what
+# printing their values can move them by: "seconds: %.3f" beside the ops/s a program computed
+# from the unrounded time, whose 0.093 s carry half a percent of rounding. A metric printed so
+# coarsely that rounding alone spans more than ROUNDING_LIMIT of the spread is not matched.
 DERIVED_TOLERANCE = 0.01
+ROUNDING_LIMIT = 0.1
 
 
 class PairedValues(Protocol):
@@ -105,10 +109,31 @@ def _repeats(metric: Screened, other: Screened) -> bool:
     if d.size < 2 or d.size != e.size:
         return False
     spread = float(np.max(np.abs(e)))
-    tolerance = DERIVED_TOLERANCE * spread
-    if spread == 0 or min(abs(d[0] - e[0]), abs(d[0] + e[0])) > tolerance:
+    if spread == 0:
         return False
-    return bool(np.max(np.abs(d - e)) <= tolerance or np.max(np.abs(d + e)) <= tolerance)
+    rounding = _rounding(metric) + _rounding(other)
+    if float(np.max(rounding)) > ROUNDING_LIMIT * spread:
+        return False
+    slack = np.maximum(DERIVED_TOLERANCE * spread, rounding)
+    if min(abs(d[0] - e[0]), abs(d[0] + e[0])) > slack[0]:
+        return False
+    return bool(np.all(np.abs(d - e) <= slack) or np.all(np.abs(d + e) <= slack))
+
+
+def _rounding(metric: Screened) -> np.ndarray:
+    """Per pair, how far printing the values can have moved the log difference: half the
+    printed step of each value, relative to it (the step: the largest power of ten that every
+    value is a multiple of; 0 when they carry a double's full precision)."""
+    values = np.concatenate([metric.base, metric.patched])
+    step = next((10.0 ** p for p in range(12, -10, -1) if _multiples(values, 10.0 ** p)), 0.0)
+    return step / 2 * (1 / metric.base + 1 / metric.patched)
+
+
+def _multiples(values: np.ndarray, step: float) -> bool:
+    """Every (positive) value a nonzero whole multiple of `step`, to a double's precision."""
+    scaled = values / step
+    whole = np.round(scaled)
+    return bool(np.all(whole > 0) and np.all(np.abs(scaled - whole) <= 1e-12 * scaled))
 
 
 def _problem(value: float | None, kernel: str, index: int) -> str | None:

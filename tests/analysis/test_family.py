@@ -48,6 +48,27 @@ def test_an_exact_reciprocal_is_judged_with_its_metric_not_a_second_time():
     assert seconds.family_size == ops.family_size == 1
 
 
+def test_seconds_printed_to_three_decimals_are_judged_with_the_rate_computed_from_them():
+    # A program prints "seconds: %.3f" and the ops/s it computed from the unrounded time (the
+    # stand-in simulator of `lorelab demo` does): at 0.093 s rounding moves a log ratio by up
+    # to 1%, more than 1% of the spread, so seconds were judged as a second hypothesis, and
+    # could be inconclusive beside an improvement of ops/s in the same runs.
+    rng = np.random.default_rng(0)
+    base = 0.13 * np.exp(rng.normal(0, 0.12, size=30))
+    patched = base * 0.75 * np.exp(rng.normal(0, 0.12, size=30))
+    judged, _ = _judge(_metric("ops", 6e6 / base, 6e6 / patched),
+                       _metric("seconds", np.round(base, 3), np.round(patched, 3),
+                               higher=False, secondary=True))
+    assert judged["seconds"].comparison.derived_from == "ops"
+    assert judged["ops"].comparison.family_size == 1
+    # A measurement of its own printed so coarsely that its rounding could hide anything (a
+    # handful of whole pages) is not taken for a copy, however close it runs.
+    pages = [np.round(40 * t * np.exp(rng.normal(0, 0.01, size=30))) for t in (base, patched)]
+    judged, _ = _judge(_metric("ops", 6e6 / base, 6e6 / patched),
+                       _metric("pages", *pages, higher=False, secondary=True))
+    assert judged["pages"].comparison.derived_from is None
+
+
 def test_an_early_stop_reports_a_reciprocal_the_same_corrected_change():
     # Seconds printed to three digits beside ops/s of the same very noisy runs (a change of
     # about +100%, stopped after 17 pairs): corrected on their own, the two came out +50% and
