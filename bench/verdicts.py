@@ -6,7 +6,9 @@ Each campaign runs `workers.lab.pairs.run_pairs` (one warm-up pair, k_min 5, k_m
 machine's drift applied to the boot's place in the session. Per noise, CV and effect it reports:
 - lorelab: how often a change is called (A/A: false alarms; else power, in the right direction),
   mean and 95th percentile pairs, coverage of the reported 95% interval and the bias of the
-  reported estimate among the campaigns that called the change;
+  reported estimate among the campaigns that called the change, alone and, for a change,
+  also as the main metric of a whole reply (below): the family's share of the level is what
+  the early-stop correction must simulate;
 - on the same first 10 pairs: the lkp-tests range rule (lib/stats.rb, lib/changed_stat.rb: the
   middle value, disjoint ranges, ratio of the middles > 1%) and Student's t at p <= 0.05;
 - for A/A cells, a whole reply: 1 main metric + its seconds-beside-rate secondary (an exact
@@ -138,6 +140,7 @@ class Cell:
     p95_pairs: float
     coverage: float  # reported interval contains the true change
     bias_pct: float  # mean reported estimate - true change, among the campaigns that called it
+    reply_bias_pct: float  # the same, the main metric of whole replies (nan: none run)
     lkp: float
     student: float
     reply_alarms: float | None = None
@@ -172,13 +175,17 @@ def run_cell(noise: str, cv: float, effect: float, campaigns: int, reply_campaig
         p95_pairs=float(np.percentile(pairs, 95)),
         coverage=float(np.mean([r.low_pct <= truth <= r.high_pct for r in results])),
         bias_pct=float(np.mean(found)) if found else math.nan,
+        reply_bias_pct=math.nan,
         lkp=float(np.mean([lkp_changed(a, b) for a, b in first])),
         student=float(np.mean([student_changed(a, b) for a, b in first])),
     )
-    if effect == 0 and reply_campaigns:
-        replies = [campaign(seed + 500_000 + i, noise, cv, 0.0, True, k_max)
-                   for i in range(reply_campaigns)]
+    replies = [campaign(seed + 500_000 + i, noise, cv, effect, True, k_max)
+               for i in range(reply_campaigns)]
+    if effect == 0 and replies:
         cell.reply_alarms = float(np.mean([r.changed_anywhere for r in replies]))
+    elif replies:
+        found = [r.estimate_pct - truth for r in replies if r.verdict is right]
+        cell.reply_bias_pct = float(np.mean(found)) if found else math.nan
     return cell
 
 
@@ -186,11 +193,15 @@ def _pct(share: float | None) -> str:
     return "" if share is None or math.isnan(share) else f"{100 * share:.1f}"
 
 
+def _points(bias: float) -> str:
+    return "" if math.isnan(bias) else f"{bias:+.2f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--campaigns", type=int, default=500, help="per cell")
     parser.add_argument("--reply-campaigns", type=int, default=200,
-                        help="per A/A cell, whole replies (12 metrics each)")
+                        help="per cell, whole replies (12 metrics each)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--noises", default=",".join(NOISES))
     parser.add_argument("--cvs", default=",".join(f"{c:g}" for c in CVS))
@@ -213,19 +224,18 @@ def main(argv: list[str] | None = None) -> int:
                   for noise in noises]
     elapsed = time.perf_counter() - started
     print(f"machine: {describe()}, numpy {np.__version__}")
-    print(f"{args.campaigns} campaigns per cell ({args.reply_campaigns} whole replies per A/A "
+    print(f"{args.campaigns} campaigns per cell ({args.reply_campaigns} whole replies per "
           f"cell), seed {args.seed}; run_pairs: 1 warm-up pair, k 5..{args.pairs_max}, delta 1%")
     print()
     print("| noise | CV % | effect % | lorelab called % | no change early % | pairs mean / p95 "
-          "| 95% interval covers % | bias when called (pts) | lkp 10 runs % | t 10 runs % "
-          "| A/A whole reply % |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| 95% interval covers % | bias when called (pts) | in a whole reply (pts) "
+          "| lkp 10 runs % | t 10 runs % | A/A whole reply % |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in cells:
-        bias = "" if math.isnan(c.bias_pct) else f"{c.bias_pct:+.2f}"
         print(f"| {c.noise} | {100 * c.cv:g} | {100 * c.effect:g} | {_pct(c.called)} | "
               f"{_pct(c.no_change)} | {c.mean_pairs:.1f} / {c.p95_pairs:.0f} | "
-              f"{_pct(c.coverage)} | {bias} | {_pct(c.lkp)} | {_pct(c.student)} | "
-              f"{_pct(c.reply_alarms)} |")
+              f"{_pct(c.coverage)} | {_points(c.bias_pct)} | {_points(c.reply_bias_pct)} | "
+              f"{_pct(c.lkp)} | {_pct(c.student)} | {_pct(c.reply_alarms)} |")
     print()
     for label, ok in targets(cells):
         print(f"target {label}: {'met' if ok else 'MISSED'}")
