@@ -89,12 +89,13 @@ def screen(metric: PairedValues, pairs: int) -> Screened:
 
 def derived_sources(metrics: list[Screened]) -> dict[str, str]:
     """{metric: the metric it repeats}, for metrics whose per-pair differences equal another's
-    or its negatives; main metrics are the sources when they can be."""
+    or their negatives; main metrics are the sources when they can be."""
     ordered = sorted(metrics, key=lambda m: not m.main)
+    rounding = {m.name: _rounding(m) for m in metrics if m.scale == "log"}
     sources: dict[str, str] = {}
     kept: list[Screened] = []
     for metric in ordered:
-        source = next((k.name for k in kept if _repeats(metric, k)), None)
+        source = next((k.name for k in kept if _repeats(metric, k, rounding)), None)
         if source is None:
             kept.append(metric)
         else:
@@ -102,20 +103,16 @@ def derived_sources(metrics: list[Screened]) -> dict[str, str]:
     return sources
 
 
-def _repeats(metric: Screened, other: Screened) -> bool:
+def _repeats(metric: Screened, other: Screened, rounding: dict[str, np.ndarray]) -> bool:
     if metric.scale != "log" or other.scale != "log" or metric.rejected != other.rejected:
         return False
     d, e = metric.differences, other.differences
     if d.size < 2 or d.size != e.size:
         return False
     spread = float(np.max(np.abs(e)))
-    if spread == 0:
-        return False
-    rounding = _rounding(metric) + _rounding(other)
-    if float(np.max(rounding)) > ROUNDING_LIMIT * spread:
-        return False
-    slack = np.maximum(DERIVED_TOLERANCE * spread, rounding)
-    if min(abs(d[0] - e[0]), abs(d[0] + e[0])) > slack[0]:
+    slack = np.maximum(DERIVED_TOLERANCE * spread, rounding[metric.name] + rounding[other.name])
+    if (spread == 0 or min(abs(d[0] - e[0]), abs(d[0] + e[0])) > slack[0]
+            or float(np.max(slack)) > ROUNDING_LIMIT * spread):
         return False
     return bool(np.all(np.abs(d - e) <= slack) or np.all(np.abs(d + e) <= slack))
 
