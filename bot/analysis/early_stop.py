@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from bot.analysis.signed_rank import PairedLook, null_cdf_signed_rank
+from bot.analysis.signed_rank import PairedLook, critical_t_plus
 
 PATHS = 2_000  # simulated campaigns per candidate shift (common random numbers)
 STEPS = 14  # bisection steps: the result is within |estimate| / 2^14 of the root
@@ -81,7 +81,7 @@ def _t_plus_needed(k: int, k_min: int, level: float) -> np.ndarray:
     cannot reach `level` with j pairs (2^(1-j) > level)."""
     needed = np.full(k, np.inf)
     for j in range(max(k_min, 1), k + 1):
-        critical = int(np.searchsorted(null_cdf_signed_rank(j), level / 2, side="right")) - 1
+        critical = critical_t_plus(j, level / 2)
         if critical >= 0:
             needed[j - 1] = j * (j + 1) // 2 - critical
     return needed

@@ -39,7 +39,7 @@ class PairedLook:
 
     def interval(self, alpha: float) -> tuple[float, float]:
         """The two-sided (1 - alpha) interval; (-inf, +inf) when k is too small for alpha."""
-        c = _critical(self.k, alpha / 2.0)
+        c = critical_t_plus(self.k, alpha / 2.0)
         if c < 0:
             return -math.inf, math.inf
         return float(self.walsh[c]), float(self.walsh[self.walsh.size - c - 1])
@@ -107,7 +107,7 @@ def _subset_sum_counts(values: tuple[int, ...]) -> np.ndarray:
 
 
 @lru_cache(maxsize=4096)
-def _critical(k: int, tail: float) -> int:
+def critical_t_plus(k: int, tail: float) -> int:
     """max{t : P(T+ <= t) <= tail} under the untied null (-1 when none)."""
     return int(np.searchsorted(_null_cdf(k), tail, side="right")) - 1
 
