@@ -1,7 +1,7 @@
 """The ingest benchmark: how close `lorelab ingest mbox` comes to bare stdlib parsing.
 
-Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--archive DIR] [--rounds 3]
-[--keep DIR] [--json]`.
+Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--archive DIR [--newest]]
+[--rounds 3] [--keep DIR] [--json]`.
 
 1. Generates an LKML-like mboxrd file, synthetically and deterministically (seeded): patch
    series with cover letters and 1..12 patches in versions v1..v3 (shallow or deep threading,
@@ -10,8 +10,9 @@ Run as `.venv/bin/python bench/ingest.py [--messages 20000] [--archive DIR] [--r
    and pull requests; quoted-printable, base64, multipart and latin-1 bodies; RFC 2047 names;
    the header blocks lore really carries (Received chains, DKIM-Signature, ARC-*, List-*,
    X-Mailer ...); 1 KB to 60 KB per message; a few cross-posted duplicates. With `--archive`,
-   instead, the oldest `--messages` mails of a real list's public-inbox archive (0: all), as
-   the git path reads them (`bench/archive.py`), written as an mboxrd file the same way.
+   instead, the oldest `--messages` mails of a real list's public-inbox archive (0: all), or
+   with `--newest` its newest (the mail a bot following the list reads today), as the git
+   path reads them (`bench/archive.py`), written as an mboxrd file the same way.
 2. Bare parse: reads the file with the same splitter the ingest uses
    (`bot.ingest.sources.iter_mbox`, which also undoes the mboxrd escaping) and calls
    `email.message_from_bytes(raw, policy=email.policy.compat32)` on each message. The
@@ -70,6 +71,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
@@ -1057,13 +1059,16 @@ def versions(lorelab: str) -> dict[str, str]:
 
 
 def corpus(args: argparse.Namespace) -> list[bytes]:
-    """The mail to measure: generated, or the oldest `--messages` of a real list's archive."""
+    """The mail to measure: generated, or the oldest (`--newest`: the newest) `--messages` of a
+    real list's archive."""
     if args.archive is None:
         return Corpus(args.seed).messages(args.messages)
     from archive import archive_mail  # imports lorelab's git reader: only when asked for
 
     mail = archive_mail(args.archive)
-    return list(islice(mail, args.messages) if args.messages else mail)
+    if not args.messages:
+        return list(mail)
+    return list(deque(mail, maxlen=args.messages) if args.newest else islice(mail, args.messages))
 
 
 def size_stats(messages: list[bytes]) -> dict[str, int]:
@@ -1081,6 +1086,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--archive", type=Path,
                         help="a real list's public-inbox archive: its oldest mail, not the "
                              "generated corpus")
+    parser.add_argument("--newest", action="store_true",
+                        help="with --archive: its newest --messages mails, not its oldest")
     parser.add_argument("--keep", type=Path, help="keep the mbox and the database in DIR")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--rounds", type=int, default=3,
@@ -1128,7 +1135,8 @@ def main(argv: list[str] | None = None) -> int:
         bare = BareResult(bares[0].messages, statistics.median(b.seconds for b in bares),
                           bares[0].defects, statistics.median(b.cpu_seconds for b in bares))
         report: dict[str, object] = {
-            "corpus": (f"the oldest {args.messages} messages of {args.archive}" if args.archive
+            "corpus": (f"the {'newest' if args.newest else 'oldest'} {args.messages} messages "
+                       f"of {args.archive}" if args.archive
                        else f"generated, LKML-like, seed {args.seed}"),
             "messages": bare.messages,
             "unique_messages": unique,
