@@ -28,6 +28,7 @@ from bot.db.models import (
 from bot.mail.subject import point_of, version_label
 from bot.series.views import (
     message_dict,
+    number_ranges,
     same_patches_words,
     series_dict,
     series_views,
@@ -254,7 +255,8 @@ def series_show(
                      else f"in series {v['continued_in_series']}")
             state = f"a piece of {v['label']}, whose rest was sent later ({where})"
         else:
-            state = "complete" if v["complete"] else f"incomplete, missing {v['missing']}"
+            state = ("complete" if v["complete"]
+                     else f"incomplete, missing {number_ranges(v['missing'])}")
         flags = " ".join(
             f for f in ("RFC" if v["rfc"] else "", "RESEND" if v["resend"] else "") if f
         )
@@ -312,7 +314,7 @@ def series_mbox(
             missing = version_dict(chosen, with_patches=False)["missing"]
             raise UserError(
                 f"{version_label(chosen.version, chosen.prefixes)} is incomplete: patches "
-                f"{missing} have not arrived; "
+                f"{number_ranges(missing)} have not arrived; "
                 "ingest the rest of the thread first"
             )
         try:

@@ -292,6 +292,18 @@ def continued_pieces(session: Session,
     return out
 
 
+def number_ranges(numbers: list[int]) -> str:
+    """Patch numbers as a reader takes them in: runs of consecutive numbers as ranges, so that
+    one patch of a 365-patch stable review posting reads `1-154, 156-365`, not 364 numbers."""
+    runs: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def same_patches_words(version: Mapping[str, Any]) -> tuple[str, str]:
     """The words before and after "run N" that say what became of the run measuring a
     version's patches (`measured_by_*` of its shape): it will measure, is measuring or tested

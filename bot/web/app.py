@@ -36,7 +36,7 @@ from bot import __version__
 from bot.config import Settings
 from bot.db.session import Database, ensure_schema, open_database
 from bot.report.compose.tables import fmt_interval, fmt_p, fmt_pct, fmt_value
-from bot.series.views import LORE, same_patches_words
+from bot.series.views import LORE, number_ranges, same_patches_words
 from bot.web import actions, configs, queries
 from bot.web.headers import SecurityHeaders
 from bot.web.plots import Point, distribution_svg, run_order_svg
@@ -120,7 +120,8 @@ def _templates() -> Jinja2Templates:
                       autoescape=select_autoescape(["html"]))
     env.filters.update(when=_when, seconds=_seconds, pct=fmt_pct, p=fmt_p,
                        value=lambda v: "—" if v is None else fmt_value(v),
-                       interval=lambda ci: "—" if ci is None else fmt_interval(*ci))
+                       interval=lambda ci: "—" if ci is None else fmt_interval(*ci),
+                       ranges=number_ranges)
     env.globals.update(version=__version__, lore=LORE, verdict_rows=queries.verdict_rows,
                        stage_names=queries.STAGES, run_states=queries.RUN_STATES,
                        never_run=queries.NEVER_RUN,

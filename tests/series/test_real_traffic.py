@@ -1138,7 +1138,7 @@ def test_a_patch_without_a_diff_leaves_the_version_incomplete(
             f"{msgs_id(posting[2])}")
     assert version["notes"] == [note]
     shown = Lorelab(tmp_path, db_url).run("series", "show", str(s["id"])).stdout.decode()
-    assert "2/3 incomplete, missing [2]" in shown and note in " ".join(shown.split()), shown
+    assert "2/3 incomplete, missing 2 " in shown and note in " ".join(shown.split()), shown
 
 
 @pytest.mark.parametrize("first_subject", ["", "[PATCH 0/3]"], ids=["no subject", "no title"])

@@ -15,6 +15,7 @@ from bot.db.session import Database
 from bot.demo.threads import SeriesSpec, make_series, make_tree
 from bot.ingest.sources import RawMail
 from bot.ingest.store import ingest
+from bot.series.views import number_ranges
 from bot.web.queries import SeriesFilter, series_detail, series_rows
 from tests.cli import Lorelab
 from tests.support.statements import statements
@@ -84,3 +85,31 @@ def test_a_page_costs_the_same_statements_for_one_row_or_many_and_reads_no_raw_m
     # set-up varies with what the engine did before (31 statements in all seen once, at 30
     # here), and is not counted
     assert len([sql for sql, _ in seen if not SET_UP.match(sql)]) <= 30
+
+
+@pytest.mark.parametrize(("numbers", "shown"), [
+    ([], ""), ([2], "2"), ([1, 2, 3, 5, 7, 8], "1-3, 5, 7-8"), ([9, 3, 4, 3], "3-4, 9"),
+])
+def test_missing_numbers_read_as_ranges(numbers: list[int], shown: str) -> None:
+    assert number_ranges(numbers) == shown
+
+
+def test_one_patch_of_a_long_stable_review_posting_says_what_is_missing_in_a_line(
+    db: Database, db_url: str, tree: Path, tmp_path: Path
+) -> None:
+    """Greg Kroah-Hartman's stable review postings (`[PATCH 5.19 155/365]`) reach a list one
+    patch at a time: the version is incomplete, and `series show` and `series mbox` name the
+    364 missing numbers as two ranges, not as 364 numbers."""
+    (patch,) = make_series(tree, SeriesSpec(title="perf probe: fix an error path", patches=1,
+                                            cover=False))
+    patch = patch.replace(b"[PATCH] ", b"[PATCH 5.19 155/365] ", 1)
+    ingest(db, [RawMail(patch, "stable")], settings=IngestSettings(parse_workers=0),
+           list_name="kernel-janitors")
+    lorelab = Lorelab(tmp_path, db_url)
+    (row,) = lorelab.json("series", "list")
+    assert row["versions"][0]["missing"] == [*range(1, 155), *range(156, 366)]  # JSON: as it was
+    shown = lorelab.run("series", "show", str(row["id"])).stdout.decode()
+    assert "1/365 incomplete, missing 1-154, 156-365 " in shown, shown
+    refused = lorelab.run("series", "mbox", str(row["id"]), check=False)
+    assert refused.returncode != 0
+    assert "patches 1-154, 156-365 have not arrived" in refused.stderr.decode()

@@ -130,3 +130,15 @@ def test_a_version_sent_in_pieces_says_which_posting_is_the_version(
     # the version shown, the last piece: its 2/3 came in the earlier piece, its 1/3 in v1
     patches = page.split("Patches of v2", 1)[1]
     assert patches.count("(an earlier piece)") == 1 and patches.count("(v1)") == 1, patches
+
+
+def test_one_patch_of_a_long_stable_review_posting_lists_what_is_missing_as_ranges(
+    db: Database, tmp_path: Path, ingest_settings
+):
+    """`[PATCH 5.19 155/365]` alone (a stable review posting reaches a list one patch at a
+    time): the page says missing 1-154, 156-365, not 364 numbers."""
+    (patch,) = make_series(make_tree(tmp_path / "linux"), SeriesSpec(
+        title="perf probe: fix an error path", patches=1, cover=False))
+    store(db, [patch.replace(b"[PATCH] ", b"[PATCH 5.19 155/365] ", 1)], ingest_settings)
+    _, shown = series_page(db)
+    assert "1/365" in shown and "missing 1-154, 156-365<" in shown, shown
