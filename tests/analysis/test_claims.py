@@ -201,6 +201,11 @@ def test_bailout_table_summaries(bailout: MessageClaims) -> None:
     first, _, second = (c.judgement for c in bailout.claims)
     assert first.status == second.status == "judged"
     assert first.summary.startswith("None of 3 comparisons shows a change at 5%")
+    # each column beside its own interval (they were once listed sorted, apart from their labels)
+    for label, (low, high) in {"bail-out 125": ("-0.41", "+6.63"),
+                               "bail-out 130": ("-2.91", "+3.45"),
+                               "bail-out 135": ("-1.00", "+7.38")}.items():
+        assert f"{label}: could not tell: between {low}% and {high}%" in first.summary, label
     # this patch 125 (p=0.043) does not survive Benjamini-Hochberg across the table's 3 columns.
     assert second.summary.startswith("1 of 3 comparisons show a change at 5%")
     assert first.notes == second.notes == ()  # printed avg/min/max agree with the rows read

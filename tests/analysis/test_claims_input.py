@@ -30,7 +30,8 @@ def test_claims_piped_keep_each_line_whole(tmp_path: Path) -> None:
     out = lorelab.run("claims", str(seed), COLUMNS="80").stdout.decode()
     lines = out.splitlines()
     assert any(line.endswith("10 runs, stated on line 19") for line in lines), out
-    assert any("bail-out 125, bail-out 130, bail-out 135: could not tell" in line
+    assert any("bail-out 125: could not tell: between -0.41% and +6.63%; bail-out 130: could "
+               "not tell: between -2.91% and +3.45%; bail-out 135: could not tell" in line
                for line in lines), out
     rows = [line for line in lines if line.startswith("│bail-out")]
     assert len(rows) == 3 and all("could not tell: between" in row for row in rows), out

@@ -110,9 +110,13 @@ def _table_summary(judged: Sequence[ColumnJudgement], alpha: float) -> str:
     if changed:
         parts.append("; ".join(f"{j.label} {j.words}" for j in changed))
     if rest:
-        words = sorted({j.words for j in rest})
-        labels = ", ".join(j.label for j in rest)
-        parts.append(f"{labels}: {' / '.join(words)}")
+        # Columns that say the same in one clause, each clause after its own columns: an
+        # interval is worth nothing beside another column's label.
+        by_words: dict[str, list[str]] = {}
+        for j in rest:
+            by_words.setdefault(j.words, []).append(j.label)
+        parts.append("; ".join(f"{', '.join(labels)}: {words}"
+                               for words, labels in by_words.items()))
     level = level_pct(alpha)
     head = (
         f"{len(changed)} of {len(judged)} comparisons show a change at {level}"
