@@ -30,6 +30,7 @@ from bot.analysis.claims.text import Block, BodyLine
 _PRIMARY = ("Hmean", "Amean", "Gmean", "Mean", "BAmean-99", "BHmean-99", "Median")
 _STAT = r"(?:Min|Max|Amean|Hmean|Gmean|Mean|Median|Stddev|CoeffVar|B[AH]mean-\d+|Max-\d+|\w+mean)"
 _CELL = re.compile(rf"({NUMBER})\s*([(*])\s*({NUMBER})%\s*[)*]")
+_COUNT = re.compile(r"[\d.]+")
 _ROW = re.compile(rf"^\s*(?P<stat>{_STAT})\s+(?P<label>\S+)\s+(?P<cells>{NUMBER}\s*[(*].*)$")
 
 
@@ -131,7 +132,7 @@ def _label(
         higher = _direction(base.value, cell, label, primary)
         found.append(
             Measurement(
-                metric=label,
+                metric=_metric_name(primary, label),
                 base=base.value,
                 patched=cell.value,
                 n_base=runs,
@@ -151,6 +152,12 @@ def _label(
             )
         )
     return found
+
+
+def _metric_name(stat: str, label: str) -> str:
+    """The case as the table prints it when its label is only a number (hackbench's groups,
+    a thread count): `Amean 16`. In prose "16 improvement" reads as a count of sixteen."""
+    return f"{stat} {label}" if _COUNT.fullmatch(label) else label
 
 
 def _spreads(

@@ -25,12 +25,12 @@ def analysed():
 
 def test_bracketed_gain_of_a_time_means_the_time_went_down() -> None:
     [claim] = [c.claim for c in analysed().claims if c.claim.kind == "summary"]
-    four = {m.metric: m for m in claim.measurements}["4"]
+    four = {m.metric: m for m in claim.measurements}["Amean 4"]
     assert (four.base, four.patched) == (0.4251, 0.4107)
     assert four.higher_is_better is False  # +3.39% gain while the value fell: a time
     assert four.stated_kind == "gain" and four.marked_significant is True
     assert four.cv_base_pct == 100 * 0.0051 / 0.4251
-    assert {m.metric: m for m in claim.measurements}["16"].marked_significant is False
+    assert {m.metric: m for m in claim.measurements}["Amean 16"].marked_significant is False
     assert (four.base_label, four.patched_label) == ("vanilla", "lru-batch-v2r3")
 
 
@@ -48,3 +48,13 @@ def test_without_runs_the_judgement_says_how_many_runs_would_do() -> None:
     four = judged.judgement.measurements[0]
     assert four.status == "needs-runs"
     assert "mmtests marked it significant" in four.summary
+
+
+def test_a_case_that_is_only_a_number_is_named_as_the_table_prints_it() -> None:
+    """hackbench's group counts (1, 4, 16, 64): the judgement a reply quotes says "Amean 4
+    improvement", never "4 improvement", which reads as four improvements."""
+    text = "Each configuration ran 8 iterations.\n\n" + textwrap.dedent(MMTESTS)
+    result = analyse_message("s", "Mel <mel@example.org>", text)
+    [judged] = [c for c in result.claims if c.claim.kind == "summary"]
+    assert [m.metric for m in judged.claim.measurements] == ["Amean 4", "Amean 16"]
+    assert judged.judgement.summary.endswith(": Amean 4 improvement."), judged.judgement.summary
