@@ -101,24 +101,40 @@ def judge_measurement(
             checks=checks,
         )
     if n_base and n_patched and min(n_base, n_patched) >= 2:
-        cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, min(n_base, n_patched), alpha)
+        runs = min(n_base, n_patched)
+        if m.base == m.patched:
+            return MeasurementJudgement(
+                "needs-spread", "needs-spread",
+                f"{change:+.2f}% from {runs} runs per side: the two are equal, which no spread "
+                "would make significant.", checks=checks)  # fmt: skip
+        cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, runs, alpha)
         return MeasurementJudgement(
             "needs-spread",
             "needs-spread",
-            f"{change:+.2f}% from {min(n_base, n_patched)} runs per side, with no spread given: "
+            f"{change:+.2f}% from {runs} runs per side, with no spread given: "
             f"cannot be judged. It is significant at {level} only if the per-run CV is below "
-            f"{cv_max:.1f}% (Student's t).",
+            f"{_cv(cv_max)}% (Student's t).",
             checks=checks,
         )
+    if m.base == m.patched:
+        return MeasurementJudgement(
+            "no-data", "no-data",
+            f"{change:+.2f}% from one number per side: the two are equal, which no run count "
+            "would make significant.", checks=checks)  # fmt: skip
     cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, REFERENCE_RUNS, alpha)
     return MeasurementJudgement(
         "no-data",
         "no-data",
         f"{change:+.2f}% from one number per side: cannot be told from noise. With "
         f"{REFERENCE_RUNS} runs per side it would hold at {level} if the per-run CV were below "
-        f"{cv_max:.1f}%.",
+        f"{_cv(cv_max)}%.",
         checks=checks,
     )
+
+
+def _cv(pct: float) -> str:
+    """A CV bound as a reader can use it: 0.013, not a 0.0 that says "never"."""
+    return f"{pct:.1f}" if pct >= 0.1 else f"{pct:.2g}"
 
 
 def _welch(

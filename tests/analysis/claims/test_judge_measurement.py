@@ -42,3 +42,20 @@ def test_p_is_kept_in_significant_digits() -> None:
     assert significant(7.4e-07) == 7.4e-07
     assert significant(3.1e-09) == 3.1e-09
     assert significant(0.04321) == 0.0432
+
+
+@pytest.mark.parametrize("runs", [None, 5])
+def test_equal_numbers_are_never_said_to_hold_below_some_spread(runs: int | None) -> None:
+    """fio's `slat avg` often reads the same before and after: no CV bound can make +0.00%
+    significant, so none is given (it printed "if the per-run CV were below 0.0%")."""
+    m = Measurement("slat avg (nsec)", 812.0, 812.0, n_base=runs, n_patched=runs)
+    judged = judge_measurement(m)
+    assert "below" not in judged.summary and "the two are equal" in judged.summary
+    assert judged.summary.startswith("+0.00% from " + ("5 runs" if runs else "one number"))
+
+
+def test_a_small_change_gets_its_cv_bound_in_significant_digits() -> None:
+    """+0.02% from one number per side holds only below a CV of about 0.013%: said so, not 0.0%."""
+    judged = judge_measurement(Measurement("ops", 100000.0, 100020.0))
+    bound = 100 * max_cv_for_significance(100000.0, 100020.0, 5)
+    assert bound < 0.05 and f"CV were below {bound:.2g}%." in judged.summary
