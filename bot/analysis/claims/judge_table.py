@@ -118,11 +118,12 @@ def _table_summary(judged: Sequence[ColumnJudgement], alpha: float) -> str:
         parts.append("; ".join(f"{', '.join(labels)}: {words}"
                                for words, labels in by_words.items()))
     level = level_pct(alpha)
-    head = (
-        f"{len(changed)} of {len(judged)} comparisons show a change at {level}"
-        if changed
-        else f"None of {len(judged)} comparisons shows a change at {level}"
-    )
+    if len(judged) == 1:  # not "None of 1 comparisons"
+        head = f"The comparison {'shows' if changed else 'does not show'} a change at {level}"
+    elif changed:
+        head = f"{len(changed)} of {len(judged)} comparisons show a change at {level}"
+    else:
+        head = f"None of {len(judged)} comparisons shows a change at {level}"
     return f"{head} ({'; '.join(parts)})."
 
 

@@ -57,3 +57,21 @@ def test_latency_and_bandwidth_columns_each_have_their_own_direction() -> None:
     }
     # The bandwidth gain is an improvement, not a regression read with the latency's direction.
     assert verdicts == {"lat(ms)": (False, "improvement"), "bw(MB/s)": (True, "improvement")}
+
+
+def test_a_table_of_one_comparison_says_so_in_words() -> None:
+    """Not "None of 1 comparisons shows a change": a reply quotes this sentence."""
+    [same] = claims(
+        """\
+        Before: 31.40 31.52 31.38 31.47 31.44 s
+        After:  31.45 31.39 31.50 31.41 31.46 s
+        """
+    )
+    [faster] = claims(
+        """\
+        Before: 31.40 31.52 31.38 31.47 31.44 s
+        After:  29.81 29.90 29.77 29.85 29.88 s
+        """
+    )
+    assert same.judgement.summary.startswith("The comparison does not show a change at 5% (")
+    assert faster.judgement.summary.startswith("The comparison shows a change at 5% (")
