@@ -20,6 +20,8 @@ from bot.analysis.claims.measurement import Measurement
 from bot.analysis.claims.model import BeforeAfter, Claim
 from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
 
+LISTED = 6  # changed metrics a summary names; the rest are counted
+
 
 def judge_claim(
     claim: Claim,
@@ -83,7 +85,9 @@ def _summary_judgement(
             f"{len(measured)} metrics, none judgeable from the numbers alone "
             f"({', '.join(statuses)})"
         )
-    listed = "; ".join(f"{m.metric} {j.verdict}" for m, j in changed[:6])
+    listed = "; ".join(f"{m.metric} {j.verdict}" for m, j in changed[:LISTED])
+    if len(changed) > LISTED:
+        listed += f"; and {len(changed) - LISTED} more"
     summary = f"{head}" + (f": {listed}." if listed else ".")
     notes = tuple(
         f"{m.metric}: {check}"
