@@ -157,6 +157,17 @@ def metric_higher_is_better(
     return higher_is_better(None, benchmarks)
 
 
+def named_before(text: str, end: int) -> bool | None:
+    """Whether the quantity named last before position `end` of `text` is better higher: in
+    "16 Threads: tail latency drops by 12%" the latency, not the threads."""
+    last: tuple[int, bool] | None = None
+    for pattern, higher in ((_HIGHER_NAME, True), (_LOWER_NAME, False)):
+        for match in pattern.finditer(text, 0, end):
+            if last is None or match.start() > last[0]:
+                last = (match.start(), higher)
+    return last[1] if last is not None else None
+
+
 def change_direction(change_pct: float, higher: bool | None) -> str | None:
     """Whether a signed change of a number is an "improvement" or a "regression"; None when the
     metric's direction is unknown or nothing changed."""

@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.analysis.claims.benchmarks import named_before
 from bot.analysis.claims.model import StatedChange
 from bot.analysis.claims.numbers import normalize_text, to_float
 from bot.analysis.claims.text import Block, BodyLine, Sentence
@@ -185,10 +186,13 @@ _IMPROVEMENT = re.compile(
     re.IGNORECASE,
 )
 _REGRESSION = re.compile(
-    r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss|lose|lost|drops?|"
-    r"dropped|overhead|penalty)\b",
+    r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss|lose|lost|"
+    r"overhead|penalty)\b",
     re.IGNORECASE,
 )
+# A number that fell: worse for throughput, better for latency; which, the quantity named
+# before the word says ("tail latency drops by 12%"), and a drop of nothing named is a loss.
+_FELL = re.compile(r"\b(?:drops?|dropped|dropping)\b", re.IGNORECASE)
 PERFORMANCE = re.compile(
     r"\b(?:performance|throughput|latency|benchmark\w*|ops|runtime|run time|bandwidth|score|"
     r"speed|reduc\w*|decreas\w*)\b",
@@ -205,6 +209,12 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|while|whereas|although|and)\s+", re.IGN
 def _direction(text: str) -> str | None:
     text = _EXPLAINS.sub(" ", text)
     better, worse = bool(_IMPROVEMENT.search(text)), bool(_REGRESSION.search(text))
+    fell = _FELL.search(text)
+    if fell is not None:
+        if named_before(text, fell.start()) is False:  # lower is better
+            better = True
+        else:
+            worse = True
     if better == worse:
         return None
     return "improvement" if better else "regression"
@@ -226,6 +236,7 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     if not (
         _IMPROVEMENT.search(sentence.text)
         or _REGRESSION.search(sentence.text)
+        or _FELL.search(sentence.text)
         or PERFORMANCE.search(sentence.text)
     ):
         return []

@@ -38,6 +38,20 @@ def test_direction_words_bind_to_their_own_clause() -> None:
     assert directions == ["improvement", "regression"]
 
 
+def test_a_drop_is_a_regression_of_throughput_and_an_improvement_of_latency() -> None:
+    """Shubhang Kaushik's schbench numbers (cgroups, sched/flat): "tail latency drops
+    significantly by -12.21%" was read as a regression, "drops" being a word of loss."""
+    sentences = {
+        "16 Threads: 99.9th percentile tail latency drops significantly by -12.21% (us).":
+            "improvement",
+        "With the series throughput drops by 5% on the 8-socket box.": "regression",
+        "Overall performance dropped 3% in our tests.": "regression",
+    }  # fmt: skip
+    for sentence, direction in sentences.items():
+        [claim] = [c.claim for c in analysed(sentence + "\n").claims if c.claim.change]
+        assert claim.change.direction == direction, sentence
+
+
 def test_higher_is_better_explains_and_claims_nothing() -> None:
     result = analysed("Scores below, higher is better; the run-to-run noise is about 3% here.\n")
     assert [c.claim.change.direction for c in result.claims if c.claim.change] == [None]
