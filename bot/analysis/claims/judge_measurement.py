@@ -100,32 +100,30 @@ def judge_measurement(
             f"{change:+.2f}%, runs not given: {need}.{marked}",
             checks=checks,
         )
-    if n_base and n_patched and min(n_base, n_patched) >= 2:
-        runs = min(n_base, n_patched)
-        if m.base == m.patched:
-            return MeasurementJudgement(
-                "needs-spread", "needs-spread",
-                f"{change:+.2f}% from {runs} runs per side: the two are equal, which no spread "
-                "would make significant.", checks=checks)  # fmt: skip
+    runs = min(n_base or 0, n_patched or 0)
+    status = "needs-spread" if runs >= 2 else "no-data"
+    what = f"{runs} runs per side" if runs >= 2 else "one number per side"
+    if m.base == m.patched:
+        missing = "spread" if runs >= 2 else "run count"
+        return MeasurementJudgement(
+            status, status,
+            f"{change:+.2f}% from {what}: the two are equal, which no {missing} would make "
+            "significant.", checks=checks)  # fmt: skip
+    if runs >= 2:
         cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, runs, alpha)
         return MeasurementJudgement(
-            "needs-spread",
-            "needs-spread",
-            f"{change:+.2f}% from {runs} runs per side, with no spread given: "
+            status,
+            status,
+            f"{change:+.2f}% from {what}, with no spread given: "
             f"cannot be judged. It is significant at {level} only if the per-run CV is below "
             f"{_cv(cv_max)}% (Student's t).",
             checks=checks,
         )
-    if m.base == m.patched:
-        return MeasurementJudgement(
-            "no-data", "no-data",
-            f"{change:+.2f}% from one number per side: the two are equal, which no run count "
-            "would make significant.", checks=checks)  # fmt: skip
     cv_max = 100.0 * max_cv_for_significance(m.base, m.patched, REFERENCE_RUNS, alpha)
     return MeasurementJudgement(
-        "no-data",
-        "no-data",
-        f"{change:+.2f}% from one number per side: cannot be told from noise. With "
+        status,
+        status,
+        f"{change:+.2f}% from {what}: cannot be told from noise. With "
         f"{REFERENCE_RUNS} runs per side it would hold at {level} if the per-run CV were below "
         f"{_cv(cv_max)}%.",
         checks=checks,
