@@ -33,6 +33,13 @@ _VIA = re.compile(r"\s+via\s+\S.*$", re.S)
 RELAY_FIELDS = frozenset({"x-original-from", "reply-to"})  # the fields it reads
 
 
+def without_relay(name: str) -> str:
+    """The author's name in a relay's display name: "Kairui Song" of "Kairui Song via B4
+    Relay"; any other name as it is."""
+    match = _VIA.search(name)
+    return name[: match.start()].strip().strip("'\"").strip() if match else name
+
+
 def relayed_author(sender: Address, headers: Headers, problems: list[str]) -> Address:
     """The author of a mail whose From is `sender`: the author its relay names, else `sender`."""
     match = _VIA.search(sender.name)
@@ -45,6 +52,6 @@ def relayed_author(sender: Address, headers: Headers, problems: list[str]) -> Ad
         found = [a for a in parse_addresses(values[0], problems, field.title()) if a.email]
         if len(found) == 1 and found[0].email != sender.email:
             # B4 Relay's Reply-To has no name: the name before "via" is the author's.
-            name = found[0].name or sender.name[: match.start()].strip().strip("'\"").strip()
+            name = found[0].name or without_relay(sender.name)
             return Address(name=name, email=found[0].email)
     return sender

@@ -14,6 +14,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.mail.relayed import without_relay
+
 # --------------------------------------------------------------------------------------------
 # Lines and quote depth
 
@@ -86,7 +88,7 @@ def parse_attribution(text: str) -> tuple[str | None, str | None] | None:
     email = email_match.group(1).lower() if email_match else None
     if email_match:
         head = head[: email_match.start()].strip()
-    head = head.strip("\"'")
+    head = without_relay(head.strip("\"'"))  # "..., Kairui Song via B4 Relay <devnull+...>"
     words: list[str] = []
     for word in reversed(head.split()):
         if _NAME_STOP.search(word):
@@ -102,7 +104,7 @@ def parse_sender(sender: str) -> tuple[str | None, str | None]:
     email_match = _ADDRESS.search(sender)
     email = email_match.group(1).lower() if email_match else None
     name = sender[: email_match.start()].strip() if email_match else sender
-    return (name.strip("\"' ") or None), email
+    return (without_relay(name.strip("\"' ")) or None), email
 
 
 def sender_speaker(sender: str) -> Speaker:

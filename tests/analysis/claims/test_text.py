@@ -1,0 +1,25 @@
+"""Who said a claim (bot/analysis/claims/text.py): the replier, or the author an attribution
+line names."""
+
+from __future__ import annotations
+
+from bot.analysis.claims import analyse_message
+
+RELAYED = """\
+On Tue, Apr 21, 2026 at 2:17\u202fPM Kairui Song via B4 Relay
+<devnull+kasong.tencent.com@kernel.org> wrote:
+> Before: 261000 RPS
+> After: 262827 RPS (+0.70%), 24 runs each.
+
+Thanks, looks good.
+"""
+
+
+def test_a_relay_in_the_attribution_or_the_sender_is_not_the_speaker() -> None:
+    """b4's web relay and DMARC-munging lists send as "Name via Relay": the claim is Kairui
+    Song's (it read "Relay (quoted, depth 1)" on cgroups), and the reply Marco Elver's."""
+    result = analyse_message("s", "'Marco Elver' via kasan-dev <kasan-dev@googlegroups.com>",
+                             RELAYED + "\nOn my box throughput improved by 3%.\n")
+    speakers = [(c.claim.speaker.name, c.claim.speaker.role) for c in result.claims]
+    assert ("Kairui Song", "quoted") in speakers
+    assert ("Marco Elver", "replier") in speakers
