@@ -12,11 +12,12 @@ elsewhere, naming itself "<author> via <relay>":
 
 A series' author, whether two parts come from one author (grouping, trailers), and whom the
 bot's reply is addressed to are the author's, not the relay's (a reply to B4 Relay's `devnull`
-address reaches no one). So the sender of such a mail is the author the relay names: the one
-address of X-Original-From, else of Reply-To. Mail without the "via" form keeps its From, so
-a Reply-To set by an author for other reasons changes nothing. The raw mail keeps its From, and
-a command sent through a relay is not taken as the author's: the relay's signature vouches for
-the relay (`bot.commands.handler`).
+address reaches no one), and so is whoever a claim quoting such a mail belongs to
+(`without_relay`, for `bot.analysis.claims`). So the sender of such a mail is the author the
+relay names: the one address of X-Original-From, else of Reply-To. Mail without the "via" form
+keeps its From, so a Reply-To set by an author for other reasons changes nothing. The raw mail
+keeps its From, and a command sent through a relay is not taken as the author's: the relay's
+signature vouches for the relay (`bot.commands.handler`).
 """
 
 from __future__ import annotations
