@@ -255,8 +255,8 @@ def series_show(
                      else f"in series {v['continued_in_series']}")
             state = f"a piece of {v['label']}, whose rest was sent later ({where})"
         else:
-            state = ("complete" if v["complete"]
-                     else f"incomplete, missing {number_ranges(v['missing'])}")
+            state = ("complete" if v["complete"] else "incomplete"
+                     + (f", missing {number_ranges(v['missing'])}" if v["missing"] else ""))
         flags = " ".join(
             f for f in ("RFC" if v["rfc"] else "", "RESEND" if v["resend"] else "") if f
         )
@@ -311,12 +311,13 @@ def series_mbox(
     with db.session() as session:
         chosen = choose_version(session, ref, version)
         if not chosen.complete:
-            missing = version_dict(chosen, with_patches=False)["missing"]
+            shape = version_dict(chosen, with_patches=False)
+            # every number there, yet incomplete: a note says why (an ambiguous Message-ID)
+            why = (f"patches {number_ranges(shape['missing'])} have not arrived; ingest the "
+                   "rest of the thread first" if shape["missing"]
+                   else "; ".join(shape["notes"]) or "see `lorelab series show`")
             raise UserError(
-                f"{version_label(chosen.version, chosen.prefixes)} is incomplete: patches "
-                f"{number_ranges(missing)} have not arrived; "
-                "ingest the rest of the thread first"
-            )
+                f"{version_label(chosen.version, chosen.prefixes)} is incomplete: {why}")
         try:
             data = am_ready_mbox(session, chosen)
         except MboxError as exc:

@@ -118,6 +118,26 @@ def test_copies_nothing_tells_apart_leave_the_version_untested(
     assert f"ambiguous Message-ID, unresolved: &lt;{msgs_id(two)}&gt;" in page.text
 
 
+def test_a_version_incomplete_with_every_number_says_why_not_what_is_missing(
+    db: Database, db_url: str, tree: Path, ingest_settings, tmp_path: Path
+) -> None:
+    """Every patch arrived but one id is unresolved: `series show` says "incomplete" (its note
+    says why) and `series mbox` refuses with that note, not "missing" and no number."""
+    cover, one, two, three = make_series(tree, SeriesSpec(title="mm: spoofed", patches=3))
+    store(db, [cover, one, forge(two, None), three], ingest_settings)
+    store(db, [two], ingest_settings)
+    lorelab = Lorelab(tmp_path, db_url)
+    shown = lorelab.run("series", "show", msgs_id(cover)).stdout.decode()
+    assert "3/3 incomplete " in shown and "missing" not in shown, shown
+    refused = lorelab.run("series", "mbox", msgs_id(cover), check=False)
+    assert refused.returncode != 0
+    said = refused.stderr.decode()
+    assert f"is incomplete: ambiguous Message-ID, unresolved: <{msgs_id(two)}>" in said, said
+    with serving(web_settings(db_url)) as base:
+        page = requests.get(f"{base}/series/{only_series(db)['id']}", timeout=10).text
+    assert "missing" not in re.search(r'<tr aria-current="true">.*?</tr>', page, re.S).group(0)
+
+
 @pytest.mark.parametrize("cover", [True, False], ids=["with a cover letter", "patches only"])
 def test_a_copy_that_lost_its_text_on_the_way_gives_way_to_the_whole_one(
     db: Database, tree: Path, ingest_settings, cover: bool
