@@ -176,7 +176,9 @@ from bot.db.models import RulesEdition
 #    usb-linus`), linux-next's notices (`linux-next: manual merge of the X tree with the Y
 #    tree`) and KernelCI's bisection reports are no postings (`bot.mail.automated`;
 #    linux-scsi, linux-usb, linux-pm, linux-arm-kernel, linux-wireless).
-RULES_EDITION = 44
+# 45: the header's name typed into a subject (`Subject: [PATCH 0/8] dax/kmem: ...`) is no part
+#    of it: that cover letter was `other`, titled with its tags (`bot.mail.subject`; nvdimm).
+RULES_EDITION = 45
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

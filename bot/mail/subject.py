@@ -14,7 +14,8 @@ The rules are b4's:
   (`Re[2]:`); unlike b4 we strip repeated ones (`Re: Re: [PATCH]`, `回复: 回复: [PATCH]`) so
   the tags still count, and tags without PATCH, RFC or RESEND before them (`[EXTERNAL] Re:
   [PATCH]`, a gateway's; `[-next conflict imminent] Re: [PATCH v2 0/7]`, a reply with a diff
-  that b4 takes for a patch);
+  that b4 takes for a patch), and the header's name typed into the subject (`Subject: [PATCH
+  0/8] ...`);
 - brackets inside brackets are flattened (`[PATCH [v2] 1/3]` -> `[PATCH v2 1/3]`);
 - every leading `[...]` group is split into words (on whitespace and, beyond b4, on commas, so
   `[PATCH net-next,v2]` is version 2), trailing semicolons trimmed:
@@ -58,6 +59,9 @@ _REPLY = re.compile(_ONE_REPLY, re.I)
 _REPLIES = re.compile(rf"(?:{_ONE_REPLY})+", re.I)  # a run of them, in one pass
 _TAGS_BEFORE_REPLY = re.compile(rf"(?:\[[^\[\]]*]\s*)+(?={_REPLY_PREFIX})", re.I)
 _POSTING_TAG = re.compile(r"patch|rfc|resend", re.I)
+# The header's own name typed into the subject (`Subject: [PATCH 0/8] dax/kmem: ...`, pasted
+# at `git send-email`'s prompt): no part of the subject.
+_PASTED_NAME = re.compile(r"subject\s*:\s*(?=\[)", re.I)
 _INNER_OPEN = re.compile(r"\[([^]]*)\[([^\[\]]*)]")
 _INNER_CLOSE = re.compile(r"\[([^]]*)]([^\[\]]*)]")
 _GROUP = re.compile(r"\[([^]]*)]\s*")
@@ -91,6 +95,10 @@ def parse_subject(raw: str) -> Subject:
     while True:
         match = _REPLY.match(subject)
         if match is None:
+            pasted = _PASTED_NAME.match(subject)
+            if pasted is not None:
+                subject = subject[pasted.end() :]
+                continue
             tags = _TAGS_BEFORE_REPLY.match(subject)
             if tags is None or _POSTING_TAG.search(tags[0]):
                 break

@@ -106,6 +106,12 @@ from bot.mail.subject import parse_subject, says_fix_up, says_replacement, versi
          dict(reply=True, patch=True, version=2, counter=0, total=7, title="mm, slub: x")),
         ("[syzbot ci] Re: mm: remove nth_page()",
          dict(reply=True, patch=False, title="mm: remove nth_page()")),
+        # The header's name pasted into the subject (Gregory Price's dax/kmem cover, nvdimm).
+        ("Subject: [PATCH 0/8] dax/kmem: add runtime hotplug state control",
+         dict(reply=False, patch=True, counter=0, total=8,
+              title="dax/kmem: add runtime hotplug state control")),
+        ("Re: Subject: [PATCH 0/8] x", dict(reply=True, patch=True, counter=0, title="x")),
+        ("Subject: a title", dict(reply=False, patch=False, title="Subject: a title")),
         # ... but a posting's own tags are a posting's (cgroups: an RFC series in reply).
         ("[RFC PATCH 0/3] Re: [PATCH v17 14/21] mm/compaction: x",
          dict(reply=False, patch=True, rfc=True, counter=0, total=3)),
