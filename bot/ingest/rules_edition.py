@@ -178,7 +178,11 @@ from bot.db.models import RulesEdition
 #    linux-scsi, linux-usb, linux-pm, linux-arm-kernel, linux-wireless).
 # 45: the header's name typed into a subject (`Subject: [PATCH 0/8] dax/kmem: ...`) is no part
 #    of it: that cover letter was `other`, titled with its tags (`bot.mail.subject`; nvdimm).
-RULES_EDITION = 45
+# 46: a posting threaded under another of its author is a new version of it only when of a
+#    higher version, or of the same one sent again (RESEND) or by a later run: a `[PATCH]` sent
+#    with `[PATCH v2 0/7]` in reply to it, or a run's second unrelated `[PATCH]`, is a series
+#    of its own (`bot.series.membership`; nvdimm).
+RULES_EDITION = 46
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

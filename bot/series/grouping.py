@@ -478,6 +478,11 @@ def _revision_tags(patch: ThreadMessage) -> str:
 _ONE_SEND = dt.timedelta(minutes=10)  # git send-email sends a part a second, from one Date
 
 
+def sent_together(first: dt.datetime | None, second: dt.datetime | None) -> bool:
+    """Whether mails of these dates may be of one `git send-email` run: within minutes."""
+    return first is not None and second is not None and abs(second - first) <= _ONE_SEND
+
+
 def _misnumbered(by_id: dict[str, ThreadMessage]
                  ) -> tuple[dict[str, ThreadMessage], dict[str, ThreadMessage]]:
     """The cover letters that say another version than the patches sent with them (rule 10),
@@ -571,8 +576,7 @@ def _place(patch: ThreadMessage, titles: Sequence[str]) -> int:
 
 
 def _one_send(cover: ThreadMessage, patch: ThreadMessage) -> bool:
-    return (cover.date is not None and patch.date is not None
-            and abs(patch.date - cover.date) <= _ONE_SEND)
+    return sent_together(cover.date, patch.date)
 
 
 def _chains(parts: list[ThreadMessage], by_id: dict[str, ThreadMessage]) -> dict[str, list]:

@@ -6,7 +6,8 @@ Two versions are of one series when
   patch's; an empty title links nothing);
 - one was sent in reply to the other, a new version threaded under the old: the nearest message
   above its *carrier* (the cover letter, else the first patch) that is part of a version of the
-  same author is part of the other.
+  same author is part of the other, and it is a new version of that one (`_rerolls`), not a
+  posting sent beside it.
 A series is a connected component of that relation: the versions linked to each other, directly
 or through others. Assembly used to put a new version in the first series that matched when it
 was stored and never moved it, so a live bot (mail one at a time, patches before their cover
@@ -25,7 +26,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.series.grouping import series_title
+from bot.series.grouping import sent_together, series_title
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.undated import UNDATED_LAST
 
@@ -122,8 +123,25 @@ def _replied_to(
         message_id = msgids.get(parent) if parent else None
         at = holder.get(message_id) if message_id is not None else None
         if at is not None and versions[at].author_email == version.author_email:
-            return None if versions[at] is version else at
+            if versions[at] is version or not _rerolls(version, carrier, versions[at],
+                                                       parts[message_id]):
+                return None
+            return at
     return None
+
+
+def _rerolls(version: VersionRecord, carrier: Any, under: VersionRecord, replied: Any) -> bool:
+    """Whether `version`, whose carrier replies to `replied` (a part of `under`), is a new
+    version of `under`, or `under` sent again: of a higher version, or of the same one sent
+    again (RESEND) or by a later run (an RFC sent again as a PATCH, a series retitled). A lower
+    version is not (Coly Li's `[PATCH] test: user space code to test badblocks APIs`, sent
+    with `[PATCH v2 0/7] badblocks improvement ...` in reply to it: nvdimm), nor one of the
+    same version that the same `git send-email` run sent beside it (Yang Li's two unrelated
+    `[PATCH -next]`es, the second in reply to the first; the kernel's, kexec-tools' and
+    makedumpfile's patches of Li Zhijian's RFC under one cover letter)."""
+    if version.version != under.version:
+        return version.version > under.version
+    return version.resend or not sent_together(replied.date, carrier.date)
 
 
 def settle_series(

@@ -80,6 +80,13 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     lru1 = made(lru)
     lru2 = made(dataclasses.replace(lru, version=2, start_date=day(4), change_id="20261106-lru-2",
                                     same_changes_as=lru, revised=(2,)))
+    # A program to test the series, sent by v2's run in reply to its cover letter: a series
+    # of its own, not a "v1" of lru's.
+    program = dataclasses.replace(next(c for c in DEFAULT_POOL if c not in series_changes(lru)),
+                                  subject="tools/mm: test the lru batching")
+    lru_tool = made(SeriesSpec(title="unused", patches=1, cover=False, changes=(program,),
+                               start_date=day(4) + dt.timedelta(minutes=4),
+                               in_reply_to=f"<{msgs_id(lru2[0])}>"))
     # A single patch, then a v2 with a cover letter of another title whose first patch is that
     # patch again, then a v3 as a single patch: the v2's patches alone look like the v1.
     fix = SeriesSpec(title="unused", patches=1, cover=False, start_date=day(1),
@@ -138,8 +145,8 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
                # References cut to a root of another list and the patch: its thread all the same
                trimmed(reviewed(lru2[2], day(4) + dt.timedelta(hours=2)), "<away@example.org>"),
                trimmed(reviewed(pieces[3], day(3) + dt.timedelta(hours=3)), "<other@example.net>")]
-    mails = (lru1 + lru2 + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + [extra] + hung + loose
-             + resent + bounce1 + bounce2 + reviews)
+    mails = (lru1 + lru2 + lru_tool + fix1 + fix2 + fix3 + scan1 + scan2 + pieces + [extra]
+             + hung + loose + resent + bounce1 + bounce2 + reviews)
     return sorted(mails, key=lambda m: (email.utils.parsedate_to_datetime(header(m, "Date")),
                                         msgs_id(m)))
 
@@ -166,7 +173,8 @@ def covers_last(mails: list[bytes]) -> list[bytes]:
 def test_series_do_not_depend_on_batches_or_order_of_arrival(db, traffic):
     whole = arrived(db, [traffic])
     grouped = {s[0]: s[1] for s in whole["series"]}  # anchors of its versions: title
-    assert len(grouped) == 10 and len(whole["versions"]) == 14
+    assert len(grouped) == 11 and len(whole["versions"]) == 15
+    assert "tools/mm: test the lru batching" in grouped.values()
     lru = next(s for s in whole["series"] if s[1] == "mm: batch lru updates")
     assert len(lru[0]) == 2 and lru[5] == "20261102-lru-1"  # v1's change-id: it came first
     assert "mm/vmscan: plan the scan in rounds" in grouped.values()  # v2 under v1's cover

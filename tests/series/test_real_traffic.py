@@ -1320,7 +1320,8 @@ def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
     and makedumpfile's `[RFC PATCH makedumpfile v3 1/3]`..`3/3`, every mail in reply to the
     letter (nvdimm, Li Zhijian's "pmem memmap dump support" v2 and v3). Before, makedumpfile's
     patches took the kernel's numbers as later copies (rule 9): the version a run would test
-    held makedumpfile's C files, and the kernel's series was in no version."""
+    held makedumpfile's C files, and the kernel's series was in no version. Then they were a
+    second "v1" of the kernel's series; they are a series of their own."""
     v1 = make(V1)
     spare = tuple(c for c in DEFAULT_POOL if c not in series_changes(V1))[:3]
     tools = make(SeriesSpec(title="unused", patches=3, cover=False, changes=spare,
@@ -1329,11 +1330,15 @@ def test_series_of_several_projects_sent_by_one_run_are_each_a_version(
     for name in ("In-Reply-To", "References"):
         tools = [with_header(m, name, reply_to(v1)) for m in tools]
     store(db, [*v1, *tools], ingest_settings)
-    # one series, as the author sent them: the set replies to the kernel's cover letter
-    versions = {v["cover_message_id"]: v for v in only_series(db)["versions"]}
-    assert shape(versions[msgs_id(v1[0])]) == (1, msgs_id(v1[0]), ids(v1[1:]), True)
-    assert shape(versions[None]) == (1, None, ids(tools), True)
-    assert versions[None]["notes"] == [
+    # A series each: sent beside the kernel's, in reply to its cover letter, makedumpfile's set
+    # is no version of it (`bot.series.membership`, rules edition 46).
+    kernel, makedumpfile = all_series(db)
+    assert kernel["title"] == V1.title
+    assert [shape(v) for v in kernel["versions"]] == [(1, msgs_id(v1[0]), ids(v1[1:]), True)]
+    (version,) = makedumpfile["versions"]
+    assert makedumpfile["title"] == spare[0].subject
+    assert shape(version) == (1, None, ids(tools), True)
+    assert version["notes"] == [
         f"sent by one run with 1 other series numbered 1/3..3/3 in the same place "
         f"({msgs_id(v1[0])}): a posting of its own"]
 

@@ -6,13 +6,21 @@ would tell a maintainer.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import random
 from pathlib import Path
 
 import pytest
 
 from bot.config import IngestSettings
-from bot.demo.threads import SeriesSpec, make_reply, make_series, make_tree
+from bot.demo.threads import (
+    SeriesSpec,
+    default_changes,
+    make_reply,
+    make_series,
+    make_tree,
+)
 from tests.series.mailing import all_series, header, msgs_id, only_series, store, with_header
 
 REVIEWER = ("Rita Reviewer", "rita@example.org")
@@ -114,6 +122,65 @@ def test_new_version_threaded_under_old_one(db, tree, ingest_settings):
     assert [v["version"] for v in s["versions"]] == [1, 2]
     assert all(v["complete"] for v in s["versions"])
     assert s["versions"][1]["cover_message_id"] == msgs_id(v2[0])
+
+
+def _single_patch(tree: Path, title: str, date: dt.datetime, in_reply_to: str | None = None,
+                  pick: int = 0) -> list[bytes]:
+    """A `[PATCH]` titled `title` (the `pick`th of two different changes)."""
+    change = dataclasses.replace(default_changes("single", 2)[pick], subject=title)
+    return make_series(tree, SeriesSpec(
+        title=title, patches=1, cover=False, start_date=date, changes=(change,),
+        in_reply_to=f"<{in_reply_to}>" if in_reply_to else None))
+
+
+def test_a_patch_sent_beside_a_version_in_reply_to_it_is_no_version_of_it(
+    db, tree, ingest_settings
+):
+    # Coly Li's badblocks v2 (nvdimm): the run that sent `[PATCH v2 0/3]` and its patches also
+    # sent the user-space test program, a `[PATCH]` of its own title, in reply to the cover
+    # letter. It was the series' "v1"; it is a series of its own.
+    start = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.UTC)
+    v2 = make_series(tree, SeriesSpec(title="badblocks: multiple ranges", patches=3, version=2,
+                                      start_date=start))
+    test = _single_patch(tree, "test: user space code to test badblocks APIs",
+                         start + dt.timedelta(minutes=4), in_reply_to=msgs_id(v2[0]))
+    store(db, v2 + test, ingest_settings)
+    shown = {s["title"]: [(v["version"], v["received"], v["complete"]) for v in s["versions"]]
+             for s in all_series(db)}
+    assert shown == {"badblocks: multiple ranges": [(2, 3, True)],
+                     "test: user space code to test badblocks APIs": [(1, 1, True)]}
+
+
+def test_one_runs_unrelated_patches_threaded_together_are_series_of_their_own(
+    db, tree, ingest_settings
+):
+    # Yang Li's two `[PATCH -next]`es (nvdimm): one `git send-email` run, the second in reply to
+    # the first. Each is a series under its own title, not two versions of the second's.
+    start = dt.datetime(2026, 11, 3, 9, 0, tzinfo=dt.UTC)
+    first = _single_patch(tree, "nvdimm: fix some kernel-doc comments", start)
+    second = _single_patch(tree, "nvdimm: make security_show() static",
+                           start + dt.timedelta(seconds=1), in_reply_to=msgs_id(first[0]), pick=1)
+    store(db, first + second, ingest_settings)
+    shown = {s["title"]: [v["patches"][0]["message_id"] for v in s["versions"]]
+             for s in all_series(db)}
+    assert shown == {"nvdimm: fix some kernel-doc comments": [msgs_id(first[0])],
+                     "nvdimm: make security_show() static": [msgs_id(second[0])]}
+
+
+def test_a_retitled_version_threaded_under_the_last_is_one_series(db, tree, ingest_settings):
+    # The same version sent again under a new title by a later run, in reply to the first (an
+    # RFC made a PATCH, retitled): one series, by threading alone.
+    start = dt.datetime(2026, 11, 4, 9, 0, tzinfo=dt.UTC)
+    rfc_spec = SeriesSpec(title="mm: an idea", patches=2, subject_prefix="RFC PATCH",
+                          start_date=start)
+    rfc = make_series(tree, rfc_spec)
+    patch = make_series(tree, SeriesSpec(
+        title="mm/vmscan: the idea, done", patches=2, start_date=start + dt.timedelta(days=3),
+        in_reply_to=f"<{msgs_id(rfc[0])}>", same_changes_as=rfc_spec))
+    store(db, rfc + patch, ingest_settings)
+    s = only_series(db)
+    assert s["title"] == "mm/vmscan: the idea, done"
+    assert [(v["version"], v["rfc"]) for v in s["versions"]] == [(1, True), (1, False)]
 
 
 def test_mixed_versions_in_one_thread_without_cover(db, tree, ingest_settings):
