@@ -182,7 +182,10 @@ from bot.db.models import RulesEdition
 #    higher version, or of the same one sent again (RESEND) or by a later run: a `[PATCH]` sent
 #    with `[PATCH v2 0/7]` in reply to it, or a run's second unrelated `[PATCH]`, is a series
 #    of its own (`bot.series.membership`; nvdimm).
-RULES_EDITION = 46
+# 47: a posting whose patches all say one size and whose cover letter another is of its
+#    patches' size, with a note (`[PATCH v6 0/8]` over `1/6`..`6/6`: `bot.series.grouping`,
+#    rule 20; linux-block, nvdimm).
+RULES_EDITION = 47
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(

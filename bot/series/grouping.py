@@ -174,6 +174,11 @@ letter, `git send-email` run on a folder that still holds an older revision's fi
    `[PATCH 1/2] memstick: ...`, are patches 1/2 of as many series, whose 2/2s went elsewhere;
    rule 9 kept the last and lost the others. A stale file beside its new version under one
    title, or beside other numbers, stays rule 9's.
+20. A posting whose patches all say one size (`N` in `i/N`) and whose cover letter says another
+   is of its patches' size, with a note: `git format-patch` wrote theirs, the author typed the
+   letter's. Luis Chamberlain's `[PATCH v6 0/8]` over `1/6`..`6/6` (its shortlog lists six:
+   two had gone into another series), Coly Li's `[PATCH v2 0/7]` over `1/6`..`6/6` and a
+   `[PATCH]` test program (linux-block, nvdimm) were versions waiting forever for 7 and 8.
 
 A version is read with its point release (`bot.mail.subject`): `[PATCH v4.1 9/9]`, a respin
 of v4's patch 9, is version 4 but not v4's part; where these rules compare versions, v4.1 comes
@@ -1113,6 +1118,14 @@ def _settle(posting: Posting, by_id: dict[str, ThreadMessage]) -> None:
         posting.version = cover.version if cover else 1
     # a cover letter's N/M counts patches only as 0/M: `[PATCHSET 2/9]` is sub-series 2 of 9
     totals = [m.total for m in ([cover] if cover and cover.counter == 0 else []) + patches]
+    sizes = {m.total for m in patches}
+    if cover is not None and cover.counter == 0 and len(sizes) == 1 and cover.total not in sizes:
+        # Rule 20: the count `git format-patch` wrote on every patch, not the one typed in the
+        # letter: an earlier version's (`[PATCH v6 0/8]` over `1/6`..`6/6`), or one counting a
+        # patch sent unnumbered beside them (a test program, rule 4).
+        (size,) = sizes
+        posting.notes.append(f"the cover letter counts {cover.total} patches, the patches {size}")
+        totals = [size]
     posting.expected = max(totals + [max(posting.patches, default=1)])
     # a cover letter's title, unless it has none (`[PATCHv3 0/3]`, a subject left empty):
     # then patch 1's, as for a posting without one

@@ -183,6 +183,20 @@ def test_a_retitled_version_threaded_under_the_last_is_one_series(db, tree, inge
     assert [(v["version"], v["rfc"]) for v in s["versions"]] == [(1, True), (1, False)]
 
 
+def test_a_cover_letter_counting_other_patches_than_were_numbered_is_theirs(
+    db, tree, ingest_settings
+):
+    # Luis Chamberlain's `[PATCH v6 0/8]` over `1/6`..`6/6` (linux-block): two patches had gone
+    # into another series, the letter kept its count. The version is complete, and says why.
+    sent = make_series(tree, SeriesSpec(title="block: fix blktrace use after free", patches=3,
+                                        version=6))
+    sent[0] = sent[0].replace(b"[PATCH v6 0/3]", b"[PATCH v6 0/5]", 1)
+    store(db, sent, ingest_settings)
+    (v,) = only_series(db)["versions"]
+    assert (v["version"], v["expected"], v["received"], v["complete"]) == (6, 3, 3, True)
+    assert v["notes"] == ["the cover letter counts 5 patches, the patches 3"]
+
+
 def test_mixed_versions_in_one_thread_without_cover(db, tree, ingest_settings):
     v1spec = SeriesSpec(title="mm: two versions, one thread", patches=2, cover=False)
     v1 = make_series(tree, v1spec)
