@@ -10,10 +10,13 @@ commit merged (`Robot-ID`) and KernelCI's bisection reports, which show the brea
 hint (`FAILED: patch "[PATCH] x" failed to apply to 4.9-stable tree`, `patch "x" added to
 usb-linus`, the commit below the note), nor do linux-next's notices, which carry the fix-up
 applied to the tree (`linux-next: manual merge of the net-next tree with the net tree`,
-`linux-next: build failure after merge of the bpf-next tree`): those are told by their subject,
-which no posting has. As patches they became series, which the planner tests and the bot answers
-when they are complete and touch a watched file: Greg's notice that a fix to mm/vmscan.c went
-into 6.1-stable, tested on the mm tree. They stay what else they are (a review, a reply), so a
+`linux-next: build failure after merge of the bpf-next tree`), nor Andrew Morton's notices of
+the -mm tree, which carry the patch and reach every list its Cc lines name (`+
+dax-busc-replace-several-sprintf-with-sysfs_emit.patch added to mm-unstable branch`, nvdimm;
+stable, kasan-dev): those are told by their subject, which no posting has. As patches they
+became series, which the planner tests and the bot answers when they are complete and touch a
+watched file: Greg's notice that a fix to mm/vmscan.c went into 6.1-stable, tested on the mm
+tree. They stay what else they are (a review, a reply), so a
 robot's reply keeps its trailers.
 """
 
@@ -31,7 +34,11 @@ AUTOMATED_FIELDS = frozenset({"x-patchwork-hint", "auto-submitted", *_ROBOT_FIEL
 # subject that starts as one can: `never_posted` then costs 0.56 us a mail, not 0.93.
 _TREE_NOTICE = re.compile(
     r'(?:FAILED: )?patch ".*" (?:has been added to|added to|failed to apply to) \S'
-    r"|linux-next: .*\btrees?\b",
+    r"|linux-next: .*\btrees?\b"
+    # Andrew Morton's -mm notices, the patch below (To: mm-commits, Cc: whom the patch Cc's):
+    # `+ x.patch added to mm-unstable branch`, `[merged mm-stable] x.patch removed from -mm
+    # tree`, `[to-be-updated] ...`, `- x.patch removed ...`; a posting's own tags name PATCH.
+    r"|(?:[+-] |\[(?![^]]*patch)[^]]*\] ?)\S+\.patch (?:added to|removed from) \S",
     re.I,
 )
 
@@ -44,7 +51,7 @@ def never_posted(headers: Headers, subject: str) -> bool:
         return True
     return (auto_submitted(first(headers, "auto-submitted"))
             or not _ROBOT_FIELDS.isdisjoint(headers)
-            or (subject[:1] in "FfPpLl" and _TREE_NOTICE.match(subject) is not None))
+            or (subject[:1] in "FfPpLl+-[" and _TREE_NOTICE.match(subject) is not None))
 
 
 def auto_submitted(value: str | None) -> bool:

@@ -41,6 +41,17 @@ COMMON = ("From: Ada Reclaim <ada@example.org>", "Date: Mon, 30 Nov 2026 10:00:0
                  id="linux-next-merge"),
     pytest.param(("Subject: linux-next: build failure after merge of the bpf-next tree",),
                  id="linux-next-build"),
+    # Andrew Morton's -mm notices, the patch below (nvdimm, stable, kasan-dev).
+    pytest.param(("Subject: + dax-busc-replace-several-sprintf-with-sysfs_emit.patch added to"
+                  " mm-unstable branch",), id="mm-added"),
+    pytest.param(("Subject: + mm-vmscan-fix.patch added to -mm tree",), id="mm-added-old"),
+    pytest.param(("Subject: [merged mm-stable] mm-mglru-fix-div-by-zero-in-vmpressure_calc_level"
+                  ".patch removed from -mm tree",), id="mm-merged"),
+    pytest.param(("Subject: [merged]\n x86-setup-dont-remove-e820_type_ram-for-pfn-0.patch removed"
+                  " from -mm tree",), id="mm-merged-folded"),
+    pytest.param(("Subject: [to-be-updated] powerpc-watchdog-x.patch removed from -mm tree",),
+                 id="mm-to-be-updated"),
+    pytest.param(("Subject: - mm-vmscan-fix.patch removed from -mm tree",), id="mm-removed"),
 ])
 def test_a_diff_that_is_no_submission_is_no_patch(lines):
     body = DIFF if "0/2" not in lines[0] else "Two fixes.\n\n" + DIFF.split("---\n", 1)[1][:90]
@@ -65,6 +76,10 @@ def test_a_diff_that_is_no_submission_is_no_patch(lines):
                  MessageKind.PATCH, id="posting-naming-a-patch"),
     pytest.param(("Subject: [PATCH] linux-next: fix the merge of the mm tree",),
                  MessageKind.PATCH, id="posting-for-linux-next"),
+    pytest.param(("Subject: [PATCH] scripts: x.patch added to the tree is checked",),
+                 MessageKind.PATCH, id="posting-naming-a-patch-file"),
+    pytest.param(("Subject: [RFC PATCH] docs: a.patch removed from the list",),
+                 MessageKind.PATCH, id="rfc-naming-a-patch-file"),
 ])
 def test_what_a_machine_sends_otherwise_keeps_its_kind(lines, kind):
     assert parse_message(mail(*COMMON, *lines, body=DIFF)).kind is kind
