@@ -185,7 +185,10 @@ from bot.db.models import RulesEdition
 # 47: a posting whose patches all say one size and whose cover letter another is of its
 #    patches' size, with a note (`[PATCH v6 0/8]` over `1/6`..`6/6`: `bot.series.grouping`,
 #    rule 20; linux-block, nvdimm).
-RULES_EDITION = 47
+# 48: Andrew Morton's -mm notices (`+ x.patch added to mm-unstable branch`, `[merged
+#    mm-stable] x.patch removed from -mm tree`), the patch below, are no postings
+#    (`bot.mail.automated`; nvdimm).
+RULES_EDITION = 48
 
 _table = RulesEdition.__table__
 _FIRST = sa.insert(_table).from_select(
