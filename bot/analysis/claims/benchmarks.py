@@ -78,7 +78,8 @@ _LOWER_UNITS = re.compile(
     re.IGNORECASE,
 )
 _HIGHER_UNITS = re.compile(
-    r"^(?:ops|ops/s|ops/sec|op/s|iops|[kmgt]i?b/s|[kmgt]i?b/sec|bytes/s|req/s|reqs/s|rps|tps|qps|"
+    r"^(?:ops|ops/s|ops/sec|op/s|iops|[kmgt]i?b/s|[kmgt]i?b/sec|bytes/s(?:ec)?|[kmgt]?bps|req/s|"
+    r"reqs/s|rps|tps|qps|"
     r"transactions/s(?:ec)?|bogo-?ops(?:/s)?|pages/s(?:ec)?|score|throughput|bops|jops|"
     r"records/s(?:ec)?|ops/min|jobs/min|jobs-per-min)$",
     re.IGNORECASE,

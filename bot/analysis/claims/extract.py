@@ -19,6 +19,7 @@ from bot.analysis.claims.benchmarks import (
     change_direction,
     higher_is_better,
 )
+from bot.analysis.claims.comparisons import find_comparison_tables
 from bot.analysis.claims.lkp import find_lkp_tables
 from bot.analysis.claims.measurement import Measurement, cv_pct
 from bot.analysis.claims.mmtests import find_mmtests_tables
@@ -95,6 +96,13 @@ def _block_claims(block: Block, budget: Budget) -> list[Claim]:
         budget.charge(sum(len(a.samples) * len(b.samples) for a, b in found.table.pairs()))
         claims.append(_table_claim(found, block, names, counts))
         used.update(line.number for line in found.lines)
+
+    for measurements, lines, kernels in find_comparison_tables(_without(block, used), names,
+                                                               budget):
+        runs = _count_before(lines[0].number, prose_counts)
+        measurements = [_with_runs(m, runs) for m in measurements]
+        claims.append(_summary_claim("table", measurements, lines, kernels, block, names))
+        used.update(line.number for line in lines)
 
     for before, after in before_after_pairs(block, used):
         claims.append(_before_after_claim(before, after, block, names, counts))

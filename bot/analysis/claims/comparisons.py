@@ -1,0 +1,299 @@
+"""Comparison tables: one value a cell, a metric and a kernel for each, the two kernels named as
+the sides of a change ("before", "after this set", "w/o patch", "base", "patched"), read into
+measurements.
+
+Authors put a before/after comparison in a table more often than in lines: a kernel a column
+and a metric a row, or the other way round, in markdown, ASCII boxes or aligned columns:
+
+    Test result: iops                            |            | before | after | change |
+                                                 |------------|--------|-------|--------|
+                      deadline   bfq             | randread   | 100k   | 120k  | +20%   |
+    before this set   263k       124k            | randwrite  | 80k    | 95k   | +18.8% |
+    after this set    475k       292k
+
+Cells are split on `|` where a line has one, else on runs of two or more blanks (a label keeps
+its single spaces). A value may carry a multiplier (`263k`, `1.2M`), a unit (`12.5ms`, `3.1
+GB/s`) and the author's change (`475k (+80.6%)`); a column or row that names a change (`diff`,
+`delta`, `change`, `%`, `gain`, `improvement`) gives that change for its metric. A table of
+exactly one "before" and one "after" kernel is read; with a third kernel (`base`, `v1`, `v2`)
+which is compared with which is the author's to say, and it stays unread. Read line by line,
+such a table was one before/after pair of its last column (Yu Kuai's mq-deadline and bfq IOPS,
+linux-block: bfq's +135% under the name "k", deadline's +81% lost), or nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
+from bot.analysis.claims.measurement import Measurement, cv_pct
+from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
+from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.text import Block, BodyLine
+
+_GAP = re.compile(r"\s{2,}|\t")
+_SEPARATOR = re.compile(r"^[\s|+:=~_-]*-[\s|+:=~_-]*$|^[\s|+=]*=[\s|+=]*$")
+_MULTIPLIER = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
+_VALUE = re.compile(
+    rf"^(?P<number>{NUMBER})\s*(?P<mult>[kKMG](?![a-zA-Z/]))?\s*(?P<unit>[a-zA-Z%][\w/%.]*)?"
+    r"\s*(?:\(\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\))?$"
+)
+_CHANGE = re.compile(
+    r"^(?:diff(?:erence)?|delta|change|chg|%|%\s*change|change\s*%|%\s*diff|gain|"
+    r"improvement|impr\.?|regression|d%|Δ|\+/-)$",
+    re.IGNORECASE,
+)
+_PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")
+_RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter\w*|trial|round)\s*#?\s*\d+):?$", re.I)
+_RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", re.I)
+_SUMMARY = re.compile(r"^(?:avg|average|mean|median|geomean|std\w*|stdev|min|max|sum|total)\b",
+                      re.I)
+_SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
+_LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
+_LONGEST_LINE = 500
+_STARTS = 4  # lines of a run of table lines a table is looked for from
+
+
+@dataclass(frozen=True)
+class _Value:
+    value: float
+    unit: str | None
+    stated_pct: float | None
+
+
+@dataclass(frozen=True)
+class _Row:
+    line: BodyLine
+    cells: tuple[str, ...]
+
+
+def find_comparison_tables(
+    block: Block, benchmarks: Sequence[str], budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
+    """(measurements, lines, (before, after) kernel names) for every comparison table."""
+    lines = list(block.lines)
+    found = []
+    i = tries = 0
+    last = -1  # where the run of table lines tried last ends
+    while i < len(lines):
+        budget.charge()
+        rows, after = _rows(lines, i, budget)
+        read = _read(rows, lines, benchmarks) if len(rows) >= 2 else None
+        if read is not None:
+            found.append(read)
+            i = after
+            continue
+        # A table's heading is among the first lines of its run ("Results:  iops" may lead
+        # it): a few starts a line further, then past the run, so that a dump of ten thousand
+        # two-column lines costs its length, not its square.
+        tries = tries + 1 if after == last else 1
+        last = after
+        i = i + 1 if tries < _STARTS else max(after, i + 1)
+    return found
+
+
+def _cells(text: str) -> tuple[str, ...] | None:
+    """A line's cells, or None when it is no line of a table (one cell, a separator, prose)."""
+    text = normalize_text(text).strip()
+    if not text or len(text) > _LONGEST_LINE or _SEPARATOR.match(text):
+        return None
+    cells = [c.strip() for c in text.strip("|").split("|")] if "|" in text else _GAP.split(text)
+    return tuple(cells) if len(cells) >= 2 else None
+
+
+def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row], int]:
+    """The rows of one table from line `i` (separators skipped), and the line after them. A
+    header over the values only (its label column blank) gets an empty first cell."""
+    rows: list[_Row] = []
+    j = i
+    while j < len(lines):
+        budget.charge()
+        text = normalize_text(lines[j].text)
+        if text.strip() and _SEPARATOR.match(text):
+            j += 1
+            continue
+        cells = _cells(text)
+        if cells is None:
+            break
+        if rows and len(cells) != len(rows[-1].cells):
+            if len(rows) != 1 or len(cells) != len(rows[0].cells) + 1:
+                break
+            rows[0] = _Row(rows[0].line, ("", *rows[0].cells))
+        rows.append(_Row(lines[j], cells))
+        j += 1
+    return rows, j
+
+
+def _value(cell: str) -> _Value | None:
+    match = _VALUE.match(cell.strip())
+    if match is None:
+        return None
+    number = to_float(match.group("number"))
+    if number is None:
+        return None
+    mult = match.group("mult")
+    pct = match.group("pct")
+    return _Value(number * _MULTIPLIER[mult] if mult else number, match.group("unit"),
+                  float(pct) if pct is not None else None)  # fmt: skip
+
+
+def _percent(cell: str) -> float | None:
+    match = _PERCENT.match(cell)
+    return float(match.group("pct")) if match else None
+
+
+def _unit_in(label: str) -> str | None:
+    """A unit a label names at its end: "latency (us)", "Before [MB/s]"; not "hdd (write)"."""
+    match = _LABEL_UNIT.search(label)
+    word = match.group(1).strip() if match else None
+    return word if word and (word == "%" or higher_is_better(word) is not None) else None
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One metric's cells: its name, the two kernels' values and the author's change."""
+
+    metric: str
+    base: str
+    patched: str
+    change: str | None
+    unit: str | None  # the unit its row or column label names
+    line: BodyLine
+
+
+def _read(
+    rows: list[_Row], lines: Sequence[BodyLine], benchmarks: Sequence[str]
+) -> tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]] | None:
+    width = len(rows[-1].cells)
+    headed = not any(_value(c) for c in rows[0].cells[1:])
+    names = rows[0].cells if headed else ("",) * width
+    body = rows[1:] if headed else rows
+    if not body:
+        return None
+    top = next(k for k, ln in enumerate(lines) if ln is rows[0].line)
+    # The label column's heading first ("Tail latency (number of requests)"), then the lines
+    # above ("Test result: iops"); a table without a heading names no metric they could fit.
+    above = [names[0], *(ln.text for ln in reversed(lines[max(0, top - 3) : top]))]
+    unit_word = next((m.group(1) for text in above if (m := UNIT_WORDS.search(text))), None)
+    unit_word = unit_word if headed else None
+    across = _sides(names[1:]) if headed else None
+    if across is not None:  # a kernel a column
+        before, after, change = (c + 1 if c is not None else None for c in across)
+        kernels = (names[before], names[after])
+        runs = [r for r in body if not _SUMMARY.match(r.cells[0])]
+        run_column = not names[0] or _RUN_WORD.search(names[0])
+        if run_column and all(_RUN.match(r.cells[0]) for r in runs):
+            measurement = _runs(runs, before, after, kernels, unit_word, benchmarks)
+            return ([measurement], _spanned(rows, lines), kernels) if measurement else None
+        unit = _unit_in(names[after]) or _unit_in(names[before]) or _unit_in(names[0])
+        cases = [_Case(_case(names[0], r.cells[0]), r.cells[before], r.cells[after],
+                       r.cells[change] if change else None, _unit_in(r.cells[0]) or unit, r.line)
+                 for r in body]  # fmt: skip
+    else:  # a kernel a row
+        down = _sides([r.cells[0] for r in body])
+        if down is None or (not headed and width < 3):  # one column: a before/after line pair
+            return None
+        before_row, after_row = body[down[0]], body[down[1]]
+        change_row = body[down[2]] if down[2] is not None else None
+        kernels = (before_row.cells[0], after_row.cells[0])
+        names = _stacked(names, lines, top) if headed else names
+        cases = [_Case(names[c] or f"column {c}", before_row.cells[c], after_row.cells[c],
+                       change_row.cells[c] if change_row else None, _unit_in(names[c]),
+                       after_row.line) for c in range(1, width)]  # fmt: skip
+    measurements = []
+    for case in cases:
+        if _SPREAD.search(case.metric):
+            continue  # the spread of a metric beside it, not a result of its own
+        measurement = _measurement(case, kernels, unit_word)
+        if measurement is None:
+            return None
+        measurements.append(measurement)
+    return (measurements, _spanned(rows, lines), kernels) if measurements else None
+
+
+def _measurement(case: _Case, kernels: tuple[str, str], unit_word: str | None
+                 ) -> Measurement | None:
+    """The measurement of one case, or None when a cell holds no value."""
+    base, patched = _value(case.base), _value(case.patched)
+    if base is None or patched is None or not case.metric:
+        return None
+    stated = patched.stated_pct
+    if stated is None and case.change is not None:
+        stated = _percent(case.change)
+    # A unit the cells or labels give, then what the metric's name says ("iops", "clat"), and
+    # only then a unit word near the table. A benchmark's usual unit is no metric's: "pswpin"
+    # in a dd test is no rate.
+    unit = patched.unit or base.unit or case.unit
+    higher = metric_higher_is_better(case.metric, unit)
+    if higher is None and unit is None and unit_word is not None:
+        unit = unit_word
+        higher = metric_higher_is_better(case.metric, unit)
+    return Measurement(
+        metric=case.metric, base=base.value, patched=patched.value, unit=unit,
+        higher_is_better=higher,
+        stated_pct=stated, stated_kind="relative" if stated is not None else None,
+        base_label=kernels[0], patched_label=kernels[1], line=case.line,
+    )  # fmt: skip
+
+
+def _runs(
+    runs: list[_Row], before: int, after: int, kernels: tuple[str, str], unit_word: str | None,
+    benchmarks: Sequence[str],
+) -> Measurement | None:  # fmt: skip
+    """A run a row (`| test round | with this patch | without this patch |`, then `| 1 |
+    4310k | 4265k |` ...): the samples of one metric, its average row left out."""
+    base = [_value(r.cells[before]) for r in runs]
+    patched = [_value(r.cells[after]) for r in runs]
+    if len(runs) < 2 or any(v is None for v in base + patched):
+        return None
+    samples_base = tuple(v.value for v in base if v)
+    samples_patched = tuple(v.value for v in patched if v)
+    unit = next((v.unit for v in base + patched if v and v.unit), None) or unit_word
+    return Measurement(
+        metric=unit or (benchmarks[0] if benchmarks else "value"),
+        base=sum(samples_base) / len(samples_base),
+        patched=sum(samples_patched) / len(samples_patched), unit=unit,
+        n_base=len(samples_base), n_patched=len(samples_patched),
+        cv_base_pct=cv_pct(samples_base), cv_patched_pct=cv_pct(samples_patched),
+        spread_source="samples", higher_is_better=higher_is_better(unit, benchmarks),
+        samples_base=samples_base, samples_patched=samples_patched,
+        base_label=kernels[0], patched_label=kernels[1], line=runs[0].line,
+    )  # fmt: skip
+
+
+def _stacked(names: tuple[str, ...], lines: Sequence[BodyLine], top: int) -> tuple[str, ...]:
+    """Metric names written on two lines, each column's upper word over its lower ("Latency"
+    over "(ns)"): joined, when the line above the heading has a cell over each."""
+    upper = _cells(lines[top - 1].text) if top > 0 else None
+    if upper is not None and len(upper) == len(names) - 1:
+        upper = ("", *upper)
+    if upper is None or len(upper) != len(names) or any(_value(c) for c in upper):
+        return names
+    return tuple(f"{u} {n}".strip() for u, n in zip(upper, names, strict=True))
+
+
+def _spanned(rows: list[_Row], lines: Sequence[BodyLine]) -> tuple[BodyLine, ...]:
+    first, last = rows[0].line.number, rows[-1].line.number
+    return tuple(ln for ln in lines if first <= ln.number <= last and ln.text.strip())
+
+
+def _case(parameter: str, label: str) -> str:
+    """A row's metric: its label, with the label column's name when the label is a number
+    ("threads 16": a parameter's value, not a count)."""
+    label = label.rstrip(":").rstrip()
+    return f"{parameter} {label}" if parameter and _RUN.match(label) else label
+
+
+def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
+    """The places of the one "before" label, the one "after" label and a change's label among
+    `labels`, or None unless those are all they hold."""
+    before = [k for k, label in enumerate(labels) if side_of_label(label) == "before"]
+    after = [k for k, label in enumerate(labels) if side_of_label(label) == "after"]
+    change = [k for k, label in enumerate(labels) if _CHANGE.match(label.strip())]
+    if len(before) != 1 or len(after) != 1 or len(change) > 1:
+        return None
+    if len(labels) != 2 + len(change):
+        return None
+    return before[0], after[0], change[0] if change else None

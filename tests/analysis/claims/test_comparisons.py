@@ -1,0 +1,150 @@
+"""Comparison tables, one value a cell and the kernels named as sides, read into measurements
+(bot/analysis/claims/comparisons.py). The tables are real ones from linux-block and cgroups."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from bot.analysis.claims import analyse_message
+from bot.analysis.claims.model import Claim
+
+
+def tables(body: str) -> list[Claim]:
+    result = analyse_message("s", "Yu Kuai <yukuai@example.org>", textwrap.dedent(body))
+    return [c.claim for c in result.claims if c.claim.layout == "table"]
+
+
+def measured(claim: Claim) -> dict[str, tuple]:
+    return {m.metric: (m.base, m.patched, m.unit, m.higher_is_better, m.stated_pct)
+            for m in claim.measurements}  # fmt: skip
+
+
+def test_a_kernel_a_row_in_markdown_is_each_columns_change() -> None:
+    # Yu Kuai's mq-deadline and bfq IOPS (linux-block). Read as lines, it was one pair of its
+    # last column under the name "k": bfq's +135%, and deadline's +81% lost.
+    [claim] = tables("""\
+        Test result: iops
+
+        |                 | deadline | bfq      |
+        | --------------- | -------- | -------- |
+        | before this set | 263k     | 124k     |
+        | after this set  | 475k     | 292k     |
+        """)
+    assert measured(claim) == {"deadline": (263000.0, 475000.0, "iops", True, None),
+                               "bfq": (124000.0, 292000.0, "iops", True, None)}
+    assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
+        "before this set", "after this set")
+
+
+def test_a_kernel_a_column_takes_the_units_and_changes_its_labels_give() -> None:
+    # Stefan Roesch's io_uring numbers (linux-block): a unit in the cell or the row's label;
+    # the change column is the author's change.
+    [claim] = tables("""\
+                          without patch     with patch     change
+        throughput:       329 Mib/s         1032Mib/s      +213.7%
+        iops:             82k               264k           +222%
+        clat (nsec)       9017              60             -99.3%
+        """)
+    assert measured(claim) == {
+        "throughput": (329.0, 1032.0, "Mib/s", True, 213.7),
+        "iops": (82000.0, 264000.0, None, True, 222.0),
+        "clat (nsec)": (9017.0, 60.0, "nsec", False, -99.3),
+    }
+
+
+def test_an_ascii_box_and_a_label_column_of_numbers() -> None:
+    [claim] = tables("""\
+        +--------+-----------+----------+
+        | Length | w/o patch | w/ patch |
+        +--------+-----------+----------+
+        |      1 |  633 MB/s |  477 MB/s|
+        |     16 |  717 MB/s | 2517 MB/s|
+        +--------+-----------+----------+
+        """)
+    # "16" is a length, not sixteen of something
+    assert measured(claim) == {"Length 1": (633.0, 477.0, "MB/s", True, None),
+                               "Length 16": (717.0, 2517.0, "MB/s", True, None)}
+
+
+def test_a_run_a_row_is_the_samples_of_one_metric() -> None:
+    # Yu Kuai's tag sharing test (linux-block): five rounds a side and their average. The
+    # change is +0.53%, within the noise the rounds show.
+    [claim] = tables("""\
+        fio -filename=/dev/nullb0 -rw=write -bs=4k
+
+        | test round | with this patch | without this patch |
+        | ---------- | --------------- | ------------------ |
+        | 1          | 4310k           | 4265k              |
+        | 2          | 4295k           | 4327k              |
+        | 3          | 4217k           | 4213k              |
+        | 4          | 4355k           | 4236k              |
+        | 5          | 4315k           | 4337k              |
+        | average    | 4294k           | 4275k              |
+        """)
+    [m] = claim.measurements
+    assert m.samples_base == (4265e3, 4327e3, 4213e3, 4236e3, 4337e3)
+    assert m.samples_patched == (4310e3, 4295e3, 4217e3, 4355e3, 4315e3)
+    assert (m.n_base, m.n_patched, m.base_label) == (5, 5, "without this patch")
+
+
+def test_two_line_headings_are_joined_and_a_spread_column_is_no_result() -> None:
+    # Arm's xen-blkback numbers (linux-block): each metric's name on two lines, and the
+    # bandwidth's standard deviation beside it.
+    [claim] = tables("""\
+                   Bandwidth         IO-ops   Latency   Bandwidth
+                   read (bytes/sec)  per sec    (ns)    % Std.Deviation
+        Baseline:  21365755610       20377     390105   1.86%
+        Patched:   25950107558       24748     322905   0.16%
+        """)
+    assert measured(claim) == {
+        "Bandwidth read (bytes/sec)": (21365755610.0, 25950107558.0, "bytes/sec", True, None),
+        "IO-ops per sec": (20377.0, 24748.0, None, True, None),
+        "Latency (ns)": (390105.0, 322905.0, "ns", False, None),
+    }
+
+
+def test_a_counter_gets_no_direction_from_the_benchmark_named() -> None:
+    # SeongJae Park's xen-blkback test with dd (linux-block): swap-ins are no rate.
+    [claim] = tables("""\
+        dd if=/dev/zero of=/mnt/file bs=1M count=4096
+
+                        pswpin  pswpout
+            before      76,672  185,799
+            after          587    5,402
+        """)
+    assert measured(claim) == {"pswpin": (76672.0, 587.0, None, None, None),
+                               "pswpout": (185799.0, 5402.0, None, None, None)}
+
+
+@pytest.mark.parametrize("body", [
+    # a third kernel: which is compared with which is the author's to say
+    """\
+                 base    v1      v2
+    randread     100k    110k    120k
+    """,
+    # no side named: two configurations, not a change
+    """\
+                 none    mq-deadline
+    randread     100k    90k
+    """,
+    # words in a cell: no table of values
+    """\
+                 before          after
+    randread     about the same  better
+    """,
+])
+def test_tables_that_are_no_before_after_comparison_are_not_read(body: str) -> None:
+    assert tables(body) == []
+
+
+def test_hdd_write_in_brackets_is_no_unit() -> None:
+    [claim] = tables("""\
+        |                 | null_blk | hdd (write) |
+        | --------------- | -------- | ----------- |
+        | before this set | 613k     | 1088        |
+        | after this set  | 940k     | 1093        |
+        """)
+    assert {m.metric: m.unit for m in claim.measurements} == {"null_blk": None,
+                                                             "hdd (write)": None}
