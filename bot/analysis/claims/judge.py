@@ -74,7 +74,10 @@ def _summary_judgement(
         (m, j) for m, j in zip(claim.measurements, measured, strict=True)
         if j.verdict in ("improvement", "regression", "increase", "decrease")
     ]  # fmt: skip
-    if judged:
+    if len(measured) == 1:  # one metric: its own judgement, not a count of one
+        head = f"{claim.measurements[0].metric}: {measured[0].summary.rstrip('.')}"
+        changed = []
+    elif judged:
         head = (
             f"{len(changed)} of {len(judged)} metrics judged from mean, spread and runs show a "
             f"change at {level_pct(alpha)}"

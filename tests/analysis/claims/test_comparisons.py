@@ -86,7 +86,24 @@ def test_a_run_a_row_is_the_samples_of_one_metric() -> None:
     [m] = claim.measurements
     assert m.samples_base == (4265e3, 4327e3, 4213e3, 4236e3, 4337e3)
     assert m.samples_patched == (4310e3, 4295e3, 4217e3, 4355e3, 4315e3)
-    assert (m.n_base, m.n_patched, m.base_label) == (5, 5, "without this patch")
+    assert (m.metric, m.n_base, m.n_patched, m.base_label) == ("fio", 5, 5, "without this patch")
+
+
+def test_one_metric_is_summed_up_by_its_own_judgement() -> None:
+    # Not "0 of 1 metrics judged from mean, spread and runs show a change at 5%".
+    body = """\
+        fio -filename=/dev/nullb0 -rw=write -bs=4k
+
+        | test round | with this patch | without this patch |
+        | ---------- | --------------- | ------------------ |
+        | 1          | 4310k           | 4265k              |
+        | 2          | 4295k           | 4327k              |
+        | 3          | 4217k           | 4213k              |
+        """
+    result = analyse_message("s", "Yu Kuai <yukuai@example.org>", textwrap.dedent(body))
+    [judged] = [c for c in result.claims if c.claim.layout == "table"]
+    assert judged.judgement.summary.startswith("fio: +")
+    assert judged.judgement.summary.endswith(": inconclusive.")
 
 
 def test_two_line_headings_are_joined_and_a_spread_column_is_no_result() -> None:
