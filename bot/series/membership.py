@@ -26,6 +26,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from bot.mail.subject import point_of
 from bot.series.grouping import sent_together, series_title
 from bot.series.records import SeriesRecord, VersionRecord, title_key
 from bot.series.undated import UNDATED_LAST
@@ -139,9 +140,14 @@ def _rerolls(version: VersionRecord, carrier: Any, under: VersionRecord, replied
     same version that the same `git send-email` run sent beside it (Yang Li's two unrelated
     `[PATCH -next]`es, the second in reply to the first; the kernel's, kexec-tools' and
     makedumpfile's patches of Li Zhijian's RFC under one cover letter)."""
-    if version.version != under.version:
-        return version.version > under.version
+    release, under_release = _release(version), _release(under)
+    if release != under_release:  # `v4.1`, a respin of v4's patch, comes after v4
+        return release > under_release
     return version.resend or not sent_together(replied.date, carrier.date)
+
+
+def _release(version: VersionRecord) -> tuple[int, int]:
+    return version.version, point_of(version.version, version.prefixes)
 
 
 def settle_series(

@@ -862,6 +862,18 @@ def test_a_point_release_rerolls_the_release_before_it(
         assert said.endswith(" (v4.1, 3 patches)"), said  # what a reply calls it
 
 
+def test_a_point_release_sent_minutes_after_its_release_rerolls_it(db, make, ingest_settings):
+    """The respin of one patch sent within minutes of v4, in reply to v4's 3/3: a later
+    release of the series, not a posting sent beside it (`bot.series.membership`)."""
+    v4 = make(dataclasses.replace(V1, version=4))
+    point = reroll_of(make, v4, 3, 2).replace(b"[PATCH v2 3/3] ", b"[PATCH v4.1 3/3] ", 1)
+    sent = parsedate_to_datetime(header(v4[-1], "Date")) + dt.timedelta(minutes=5)
+    point = with_header(point, "Date", format_datetime(sent))
+    store(db, [*v4, point], ingest_settings)
+    assert [(v["label"], v["reroll_of_label"]) for v in only_series(db)["versions"]] == [
+        ("v4", None), ("v4.1", "v4")]
+
+
 def test_a_lettered_variant_of_a_version_is_that_version(db, make, ingest_settings):
     """Greg Joyce's `[PATCH v3a 0/2]` (keyrings), Roberto Sassu's `[RFC][PATCH v3a 00/11]`
     (linux-fscrypt), Steven Rostedt's `[PATCH v4a 00/38]` (linux-parisc): a variant of v3,
