@@ -53,6 +53,7 @@ _SUMMARY = re.compile(r"^(?:avg|average|mean|median|geomean|std\w*|stdev|min|max
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _LONGEST_LINE = 500
+_BLOAT_O_METER = ("function", "old", "new", "delta")  # scripts/bloat-o-meter's heading
 _STARTS = 4  # lines of a run of table lines a table is looked for from
 
 
@@ -139,6 +140,11 @@ def _value(cell: str) -> _Value | None:
                   float(pct) if pct is not None else None)  # fmt: skip
 
 
+def _change(cell: str, label: str) -> str:
+    """A change cell with its `%` when only its label carries it (`change %` over `+0.56`)."""
+    return f"{cell}%" if "%" in label and "%" not in cell else cell
+
+
 def _percent(cell: str) -> float | None:
     match = _PERCENT.match(cell)
     return float(match.group("pct")) if match else None
@@ -178,6 +184,8 @@ def _read(
     above = [names[0], *(ln.text for ln in reversed(lines[max(0, top - 3) : top]))]
     unit_word = next((m.group(1) for text in above if (m := UNIT_WORDS.search(text))), None)
     unit_word = unit_word if headed else None
+    if tuple(n.lower() for n in names) == _BLOAT_O_METER:
+        return None  # code size, function by function: no performance claim
     across = _sides(names[1:]) if headed else None
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)
@@ -189,8 +197,8 @@ def _read(
             return ([measurement], _spanned(rows, lines), kernels) if measurement else None
         unit = _unit_in(names[after]) or _unit_in(names[before]) or _unit_in(names[0])
         cases = [_Case(_case(names[0], r.cells[0]), r.cells[before], r.cells[after],
-                       r.cells[change] if change else None, _unit_in(r.cells[0]) or unit, r.line)
-                 for r in body]  # fmt: skip
+                       _change(r.cells[change], names[change]) if change else None,
+                       _unit_in(r.cells[0]) or unit, r.line) for r in body]  # fmt: skip
     else:  # a kernel a row
         down = _sides([r.cells[0] for r in body])
         if down is None or (not headed and width < 3):  # one column: a before/after line pair
@@ -200,8 +208,8 @@ def _read(
         kernels = (before_row.cells[0], after_row.cells[0])
         names = _stacked(names, lines, top) if headed else names
         cases = [_Case(names[c] or f"column {c}", before_row.cells[c], after_row.cells[c],
-                       change_row.cells[c] if change_row else None, _unit_in(names[c]),
-                       after_row.line) for c in range(1, width)]  # fmt: skip
+                       _change(change_row.cells[c], change_row.cells[0]) if change_row else None,
+                       _unit_in(names[c]), after_row.line) for c in range(1, width)]  # fmt: skip
     measurements = []
     for case in cases:
         if _SPREAD.search(case.metric):

@@ -135,7 +135,24 @@ def test_a_counter_gets_no_direction_from_the_benchmark_named() -> None:
                                "pswpout": (185799.0, 5402.0, None, None, None)}
 
 
+def test_a_change_column_whose_heading_carries_the_percent_sign() -> None:
+    # Mukesh Chauras's syscall numbers (kasan-dev): `change %` over bare numbers.
+    [claim] = tables("""\
+        | Syscall | Base     | New      | change % |
+        | ------- | -------- | -------- | -------- |
+        | basic   | 10690548 | 10750140 | +0.56    |
+        | fork    | 875      | 864      | -1.26    |
+        """)
+    assert [m.stated_pct for m in claim.measurements] == [0.56, -1.26]
+
+
 @pytest.mark.parametrize("body", [
+    # scripts/bloat-o-meter: code size, function by function (kasan-dev)
+    """\
+    Function                                     old     new   delta
+    __kmem_cache_free                            741     704     -37
+    kmem_cache_free_bulk                         911     863     -48
+    """,
     # a third kernel: which is compared with which is the author's to say
     """\
                  base    v1      v2
