@@ -172,6 +172,7 @@ class _Case:
 def _read(
     rows: list[_Row], lines: Sequence[BodyLine], benchmarks: Sequence[str]
 ) -> tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]] | None:
+    """What a run of table lines compares, or None when it is no comparison of two kernels."""
     width = len(rows[-1].cells)
     headed = not any(_value(c) for c in rows[0].cells[1:])
     names = rows[0].cells if headed else ("",) * width
@@ -192,7 +193,7 @@ def _read(
         kernels = (names[before], names[after])
         runs = [r for r in body if not _SUMMARY.match(r.cells[0])]
         run_column = not names[0] or _RUN_WORD.search(names[0])
-        if run_column and all(_RUN.match(r.cells[0]) for r in runs):
+        if run_column and runs and all(_RUN.match(r.cells[0]) for r in runs):
             measurement = _runs(runs, before, after, kernels, unit_word, benchmarks)
             return ([measurement], _spanned(rows, lines), kernels) if measurement else None
         unit = _unit_in(names[after]) or _unit_in(names[before]) or _unit_in(names[0])

@@ -122,6 +122,14 @@ def test_two_line_headings_are_joined_and_a_spread_column_is_no_result() -> None
     }
 
 
+def test_a_lone_total_row_is_a_metric_not_an_empty_table_of_runs() -> None:
+    [claim] = tables("""\
+                       before     after      change
+        Total          1734169    2353717    +35%
+        """)
+    assert measured(claim) == {"Total": (1734169.0, 2353717.0, None, None, 35.0)}
+
+
 def test_a_counter_gets_no_direction_from_the_benchmark_named() -> None:
     # SeongJae Park's xen-blkback test with dd (linux-block): swap-ins are no rate.
     [claim] = tables("""\
