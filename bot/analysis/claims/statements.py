@@ -24,7 +24,7 @@ _RUNS = [
     re.compile(
         r"\b(?:measured|mesured|run|ran|repeated|executed|tested)\s+(\d+)\s+times\b", re.IGNORECASE
     ),
-    re.compile(r"\b(\d+)\s+times\s+(?:each|per\s+\w+)\b", re.IGNORECASE),
+    re.compile(r"\b(\d+)\s+times\s+(?:each|per\s+\w+|average[ds]?|avg|mean)\b", re.IGNORECASE),
     re.compile(r"\baverag\w*\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
 ]
@@ -249,6 +249,10 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     for match in _PERCENT.finditer(text):
         if _INSIDE_INTERVAL.search(text[max(0, match.start() - 30) : match.start()]):
             continue  # the bounds of a stated interval are not changes
+        if (match.group("one") is not None and _OF_BASE.match(text, match.end())
+                and _TO_LEVEL.search(text, max(0, match.start() - 8), match.start())):
+            found.append(_level(text, float(match.group("one")), match.start()))
+            continue
         if match.group("one") is not None:
             low = high = float(match.group("one"))
         else:
@@ -265,6 +269,19 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     return found
 
 
+def _level(text: str, level: float, start: int) -> StatedChange:
+    """"latency reduces to 60% of the original": a level, the change -40%; better or worse as
+    the quantity named before it is better lower or higher."""
+    change = level - 100.0
+    higher = named_before(text, start)
+    if higher is None or change == 0:
+        return StatedChange(change, change, None)
+    return StatedChange(change, change, "improvement" if (change > 0) == higher else "regression")
+
+
+# "reduce to 60% of origial algorithm", "runs at 95% of the baseline": a level, not a change.
+_TO_LEVEL = re.compile(r"\b(?:to|at)\s*~?\s*$", re.IGNORECASE)
+_OF_BASE = re.compile(r"\s*of\b", re.IGNORECASE)
 # "2x faster", "1.5 times slower", "3x the throughput".
 TIMES = re.compile(
     r"(?<![\w.])(?P<x>\d+(?:\.\d+)?)\s*(?:x|times|×)\s+(?P<way>faster|quicker|better|higher|"

@@ -52,6 +52,26 @@ def test_a_drop_is_a_regression_of_throughput_and_an_improvement_of_latency() ->
         assert claim.change.direction == direction, sentence
 
 
+def test_a_level_of_the_original_is_a_change_of_its_complement() -> None:
+    """Dennis Wu's BTT freelist (nvdimm): "the latency also reduce to 60% of origial
+    algorithm" was "60%" of no direction; it is -40% of a latency, an improvement."""
+    sentences = {
+        "The write performance can improve ~50% and the latency also reduce to 60% of origial "
+        "algorithm.": [(50.0, "improvement"), (-40.0, "improvement")],
+        "With the series the throughput runs at 95% of the baseline.": [(-5.0, "regression")],
+    }  # fmt: skip
+    for sentence, expected in sentences.items():
+        changes = [c.claim.change for c in analysed(sentence + "\n").claims if c.claim.change]
+        assert [(c.low_pct, c.direction) for c in changes] == expected, sentence
+
+
+def test_an_average_of_n_times_is_a_run_count() -> None:
+    # Huang Shijie's i_mmap split (nvdimm): "77% performance improvement(10 times average)".
+    [claim] = [c.claim for c in analysed(
+        "we can get 77% performance improvement(10 times average)\n").claims]
+    assert claim.runs == 10
+
+
 def test_higher_is_better_explains_and_claims_nothing() -> None:
     result = analysed("Scores below, higher is better; the run-to-run noise is about 3% here.\n")
     assert [c.claim.change.direction for c in result.claims if c.claim.change] == [None]
