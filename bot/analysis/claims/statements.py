@@ -279,9 +279,14 @@ def _level(text: str, level: float, start: int) -> StatedChange:
     return StatedChange(change, change, "improvement" if (change > 0) == higher else "regression")
 
 
-# "reduce to 60% of origial algorithm", "runs at 95% of the baseline": a level, not a change.
+# "reduce to 60% of origial algorithm", "runs at 95% of the baseline": a level, not a change;
+# "fills up to 90% of memory" is neither.
 _TO_LEVEL = re.compile(r"\b(?:to|at)\s*~?\s*$", re.IGNORECASE)
-_OF_BASE = re.compile(r"\s*of\b", re.IGNORECASE)
+_OF_BASE = re.compile(
+    r"\s*of\s+(?:the\s+|an?\s+)?(?:orig\w*|baseline|base|vanilla|unpatched|mainline|upstream|"
+    r"old|previous|before|without|stock|default|current)\b",
+    re.IGNORECASE,
+)
 # "2x faster", "1.5 times slower", "3x the throughput".
 TIMES = re.compile(
     r"(?<![\w.])(?P<x>\d+(?:\.\d+)?)\s*(?:x|times|×)\s+(?P<way>faster|quicker|better|higher|"
