@@ -68,21 +68,24 @@ def test_an_ascii_box_and_a_label_column_of_numbers() -> None:
                                "Length 16": (717.0, 2517.0, "MB/s", True, None)}
 
 
+ROUNDS = """\
+    fio -filename=/dev/nullb0 -rw=write -bs=4k
+
+    | test round | with this patch | without this patch |
+    | ---------- | --------------- | ------------------ |
+    | 1          | 4310k           | 4265k              |
+    | 2          | 4295k           | 4327k              |
+    | 3          | 4217k           | 4213k              |
+    | 4          | 4355k           | 4236k              |
+    | 5          | 4315k           | 4337k              |
+    | average    | 4294k           | 4275k              |
+    """
+
+
 def test_a_run_a_row_is_the_samples_of_one_metric() -> None:
     # Yu Kuai's tag sharing test (linux-block): five rounds a side and their average. The
     # change is +0.53%, within the noise the rounds show.
-    [claim] = tables("""\
-        fio -filename=/dev/nullb0 -rw=write -bs=4k
-
-        | test round | with this patch | without this patch |
-        | ---------- | --------------- | ------------------ |
-        | 1          | 4310k           | 4265k              |
-        | 2          | 4295k           | 4327k              |
-        | 3          | 4217k           | 4213k              |
-        | 4          | 4355k           | 4236k              |
-        | 5          | 4315k           | 4337k              |
-        | average    | 4294k           | 4275k              |
-        """)
+    [claim] = tables(ROUNDS)
     [m] = claim.measurements
     assert m.samples_base == (4265e3, 4327e3, 4213e3, 4236e3, 4337e3)
     assert m.samples_patched == (4310e3, 4295e3, 4217e3, 4355e3, 4315e3)
@@ -91,16 +94,7 @@ def test_a_run_a_row_is_the_samples_of_one_metric() -> None:
 
 def test_one_metric_is_summed_up_by_its_own_judgement() -> None:
     # Not "0 of 1 metrics judged from mean, spread and runs show a change at 5%".
-    body = """\
-        fio -filename=/dev/nullb0 -rw=write -bs=4k
-
-        | test round | with this patch | without this patch |
-        | ---------- | --------------- | ------------------ |
-        | 1          | 4310k           | 4265k              |
-        | 2          | 4295k           | 4327k              |
-        | 3          | 4217k           | 4213k              |
-        """
-    result = analyse_message("s", "Yu Kuai <yukuai@example.org>", textwrap.dedent(body))
+    result = analyse_message("s", "Yu Kuai <yukuai@example.org>", textwrap.dedent(ROUNDS))
     [judged] = [c for c in result.claims if c.claim.layout == "table"]
     assert judged.judgement.summary.startswith("fio: +")
     assert judged.judgement.summary.endswith(": inconclusive.")
