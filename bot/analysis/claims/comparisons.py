@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
 from bot.analysis.claims.measurement import Measurement, cv_pct
-from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
+from bot.analysis.claims.numbers import NUMBER, SCALE, Budget, normalize_text, to_float
 from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.tables import SUMMARY_LABEL
 from bot.analysis.claims.text import Block, BodyLine
 
 _GAP = re.compile(r"\s{2,}|\t")
 _SEPARATOR = re.compile(r"^[\s|+:=~_-]*-[\s|+:=~_-]*$|^[\s|+=]*=[\s|+=]*$")
-_MULTIPLIER = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 _VALUE = re.compile(
     rf"^(?P<number>{NUMBER})\s*(?P<mult>[kKMG](?![a-zA-Z/]))?\s*(?P<unit>[a-zA-Z%][\w/%.]*)?"
     r"\s*(?:\(\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\))?$"
@@ -48,8 +48,6 @@ _CHANGE = re.compile(
 _PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")
 _RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter\w*|trial|round)\s*#?\s*\d+):?$", re.I)
 _RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", re.I)
-_SUMMARY = re.compile(r"^(?:avg|average|mean|median|geomean|std\w*|stdev|min|max|sum|total)\b",
-                      re.I)
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _LONGEST_LINE = 500
@@ -136,7 +134,7 @@ def _value(cell: str) -> _Value | None:
         return None
     mult = match.group("mult")
     pct = match.group("pct")
-    return _Value(number * _MULTIPLIER[mult] if mult else number, match.group("unit"),
+    return _Value(number * SCALE[mult] if mult else number, match.group("unit"),
                   float(pct) if pct is not None else None)  # fmt: skip
 
 
@@ -191,7 +189,7 @@ def _read(
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)
         kernels = (names[before], names[after])
-        runs = [r for r in body if not _SUMMARY.match(r.cells[0])]
+        runs = [r for r in body if not SUMMARY_LABEL.match(r.cells[0].split(" ", 1)[0])]
         run_column = not names[0] or _RUN_WORD.search(names[0])
         if run_column and runs and all(_RUN.match(r.cells[0]) for r in runs):
             measurement = _runs(runs, before, after, kernels, unit_word, benchmarks)

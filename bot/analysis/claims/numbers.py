@@ -24,6 +24,8 @@ NUMBER = (
     r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:\.\d{3})+,\d+|\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
 )
 _NUMBER_RE = re.compile(rf"^{NUMBER}$", re.IGNORECASE)
+# A magnitude written after a number: fio's `IOPS=45.2k`, a table's `263k`, `1.2M`.
+SCALE = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}
 # "1 234 567": groups of three digits after a space, read as one number only where asked.
 _SPACED = re.compile(r"^[-+]?\d{1,3}(?: \d{3})+(?:[.,]\d+)?$")
 

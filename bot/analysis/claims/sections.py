@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from bot.analysis.claims.benchmarks import higher_is_better, metric_higher_is_better
 from bot.analysis.claims.measurement import Measurement
-from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
+from bot.analysis.claims.numbers import NUMBER, SCALE, Budget, normalize_text, to_float
 from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
@@ -163,7 +163,7 @@ def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _
                              metric_higher_is_better(name))  # fmt: skip
     if kind == "fio":
         if m := _FIO_RATE.match(text):
-            scale = {"k": 1e3, "K": 1e3, "M": 1e6}.get(m.group("k"), 1.0)
+            scale = SCALE.get(m.group("k"), 1.0)
             iops = (to_float(m.group("iops")) or 0.0) * scale
             return f"{m.group('dir')} IOPS", _Record(iops, line, "IOPS", n=1, higher=True)
         if m := _FIO_LAT.match(text):

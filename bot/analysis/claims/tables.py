@@ -19,7 +19,8 @@ from bot.analysis.claims.numbers import Budget, normalize_text
 from bot.analysis.claims.text import Block, BodyLine
 
 _SEPARATOR = re.compile(r"^\s*[=\-_+|*~]{3,}[\s=\-_+|*~]*$")
-_SUMMARY_LABEL = re.compile(
+# The label of a row that sums up runs ("avg", "stddev:", "p95"), never a run of its own.
+SUMMARY_LABEL = re.compile(
     r"^(avg|average|mean|std|stddev|stdev|sd|min|max|median|med|cv|geomean|hmean|amean|"
     r"p\d{2}|range|sum|total)[:.]?$",
     re.IGNORECASE,
@@ -148,7 +149,7 @@ def _kernel_row_tables(
         if row and (not group or len(row[1]) == len(group[0][2])):
             group.append((line, *row))  # type: ignore[arg-type]
             continue
-        if len(group) >= 2 and not _SUMMARY_LABEL.match(group[0][1]):
+        if len(group) >= 2 and not SUMMARY_LABEL.match(group[0][1]):
             yield _rows_table(group, benchmarks)
         group = [(line, *row)] if row and line is not None else []  # type: ignore[list-item]
 
@@ -158,7 +159,7 @@ def _kernel_row(line: BodyLine) -> tuple[str, tuple[float, ...], str | None] | N
     if len(text) > 4000:
         return None
     match = _KERNEL_ROW.match(text)
-    if not match or _RUN_LABEL.match(text) or _SUMMARY_LABEL.match(match.group("label")):
+    if not match or _RUN_LABEL.match(text) or SUMMARY_LABEL.match(match.group("label")):
         return None
     values = [float(v) for v in re.split(r"[ ,]+", match.group("runs").strip()) if _FLOAT.match(v)]
     if len(values) < 3:
@@ -270,7 +271,7 @@ def _summary_below(
             j += 1
             continue
         words = lines[j].text.split()
-        label = _SUMMARY_LABEL.match(words[0])
+        label = SUMMARY_LABEL.match(words[0])
         values = _numbers(" ".join(words[1:]))
         if not label or values is None or len(values) != ncols:
             break
