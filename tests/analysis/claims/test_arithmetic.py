@@ -40,3 +40,16 @@ def test_points_confused_with_percent() -> None:
     assert "moved +0.50 points, which is +25.0%" in found[-1]
     assert checks(0.37, 2.25, 1.9, kind="points", higher=None) == []
     assert checks(0.37, 2.25, 2.9, kind="points", higher=None) != []
+
+
+def test_values_printed_with_few_digits_widen_what_they_can_give() -> None:
+    # lkp (vm-scalability.free_time, a reply by Johannes Weiner): the means behind "0.23" and
+    # "0.26" changed by +11.7%; the printed values give anything from +8.5% to +17.8%.
+    assert checks(0.23, 0.26, 11.7, higher=False) == []
+    assert checks(0.23, 0.26, 25.0, higher=False) == ["Stated 25%; the numbers give +13.0%."]
+    # Values printed to many digits leave only the stated figure's rounding.
+    assert checks(20717269.0, 18336098.0, -11.5) == []
+    assert checks(20717269.0, 18336098.0, -12.5) != []
+    assert checks(5362.80, 4446.89, 17.08, kind="gain", higher=False) == []
+    assert checks(0.4, 0.5, 0.4, kind="points", higher=None) != []
+    assert checks(0.4, 0.5, 0.1, kind="points", higher=None) == []
