@@ -50,9 +50,10 @@ def extract_claims(body: str, *, sender: str = "", budget: Budget | None = None)
     budget = budget or Budget()
     budget.charge(len(body) // 10)  # splitting into lines, blocks and sentences
     drafts: list[Claim] = []
+    lkp_ids: dict[int, tuple[str, ...]] = {}  # quote depth -> the ids of its last lkp table
     for block in message_blocks(body, sender):
         budget.charge(len(block.lines))
-        drafts.extend(_block_claims(block, budget))
+        drafts.extend(_block_claims(block, budget, lkp_ids))
     drafts.sort(key=lambda c: (c.first_line, c.kind))
     numbered = [replace(c, index=n) for n, c in enumerate(drafts, start=1)]
     # A draft's refers_to holds the first line of its table; turn it into the table's index.
@@ -65,19 +66,25 @@ def extract_claims(body: str, *, sender: str = "", budget: Budget | None = None)
 # Longer "sentences" are dumps (a line of 10,000 numbers), read by no pattern: patterns over them
 # would cost more than the whole message is allowed.
 MAX_SENTENCE = 2000
-_LAYOUTS = (("lkp", find_lkp_tables), ("mmtests", find_mmtests_tables))
 
 
-def _block_claims(block: Block, budget: Budget) -> list[Claim]:
-    """The block's claims, unnumbered (index 0; refers_to holds a table's first line)."""
+def _block_claims(
+    block: Block, budget: Budget, lkp_ids: dict[int, tuple[str, ...]]
+) -> list[Claim]:
+    """The block's claims, unnumbered (index 0; refers_to holds a table's first line).
+    `lkp_ids` carries an lkp table's commit ids from block to block of its quote depth, and is
+    updated with this block's."""
     names = block_benchmarks(block)
     counts = find_run_counts(block)
     claims: list[Claim] = []
     used: set[int] = set()
 
     prose_counts = [c for c in counts if not _TOOL_COUNT.search(c.line.text)]
-    for layout, finder in _LAYOUTS:
-        for measurements, lines, kernels in finder(_without(block, used), None, budget):
+    lkp = find_lkp_tables(block, None, budget, continues=lkp_ids.get(block.depth, ()))
+    if lkp:
+        lkp_ids[block.depth] = lkp[-1][2]
+    for layout, found in (("lkp", lkp), ("mmtests", _mmtests(block, lkp, budget))):
+        for measurements, lines, kernels in found:
             runs = _count_before(lines[0].number, prose_counts)
             measurements = [_with_runs(m, runs) for m in measurements]
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
@@ -142,6 +149,14 @@ def _block_claims(block: Block, budget: Budget) -> list[Claim]:
                 )
             )
     return claims
+
+
+def _mmtests(
+    block: Block, lkp: Sequence[tuple[object, Sequence[BodyLine], object]], budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
+    """mmtests tables in the lines no lkp table took."""
+    taken = {line.number for _, lines, _ in lkp for line in lines}
+    return find_mmtests_tables(_without(block, taken), None, budget)
 
 
 def _without(block: Block, used: set[int]) -> Block:

@@ -75,19 +75,22 @@ def judge_measurement(
             "no-data", "no-data", "No pair of positive values to compare.", checks=checks
         )
     level = f"{100 * alpha:g}%"
-    cvs = [c for c in (m.cv_base_pct, m.cv_patched_pct) if c is not None]
+    cv_b, cv_p, bounded = _side_cvs(m)
     n_base, n_patched = m.n_base, m.n_patched
-    if cvs and n_base and n_patched and n_base >= 2 and n_patched >= 2:
+    if (cv_b is not None or cv_p is not None) and n_base and n_patched and min(
+        n_base, n_patched
+    ) >= 2:
         return _welch(m, change, n_base, n_patched, delta, alpha, checks)
-    if cvs:
-        cv = max(cvs)
+    if cv_b is not None or cv_p is not None:
+        cv = max(c for c in (cv_b, cv_p) if c is not None)
+        blank = m.cv_base_pct is None and m.cv_patched_pct is None
+        at = f"of at most {_pct(cv)}% ({_BLANK})" if bounded and blank else f"of {_pct(cv)}%"
         runs = min_runs_for_significance(change, cv, alpha)
         need = (
-            f"with a per-run CV of {cv:.2g}% it would be significant at {level} with {runs} or "
-            "more runs per side (Student's t)"
+            f"with a per-run CV {at} it would be significant at {level} with {runs} or more "
+            "runs per side (Student's t)"
             if runs
-            else f"with a per-run CV of {cv:.2g}% no run count up to 10,000 would make it "
-            "significant"
+            else f"with a per-run CV {at} no run count up to 10,000 would make it significant"
         )
         marked = ""
         if m.marked_significant is not None:
@@ -130,6 +133,25 @@ def judge_measurement(
     )
 
 
+_BLANK = "what a blank %stddev stands for"
+
+
+def _side_cvs(m: Measurement) -> tuple[float | None, float | None, bool]:
+    """Each side's per-run CV, a blank side of a tool that leaves small spreads blank taken at
+    the largest such a blank stands for; and whether a side was so taken."""
+    bound = m.cv_blank_max_pct
+    if bound is None:
+        return m.cv_base_pct, m.cv_patched_pct, False
+    cv_b = m.cv_base_pct if m.cv_base_pct is not None else bound
+    cv_p = m.cv_patched_pct if m.cv_patched_pct is not None else bound
+    return cv_b, cv_p, None in (m.cv_base_pct, m.cv_patched_pct)
+
+
+def _pct(value: float) -> str:
+    """A CV as printed in a sentence: two significant digits, whole above 100 (173, not 1.7e+02)."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.2g}"
+
+
 def _cv(pct: float) -> str:
     """A CV bound as a reader can use it: 0.013, not a 0.0 that says "never"."""
     return f"{pct:.1f}" if pct >= 0.1 else f"{pct:.2g}"
@@ -145,9 +167,11 @@ def _welch(
     checks: tuple[str, ...],
 ) -> MeasurementJudgement:
     assert m.base is not None and m.patched is not None
-    # A side without its own spread is taken to have the other side's CV.
-    cv_b = m.cv_base_pct if m.cv_base_pct is not None else m.cv_patched_pct
-    cv_p = m.cv_patched_pct if m.cv_patched_pct is not None else m.cv_base_pct
+    # A side without its own spread is taken to have the other side's CV, unless the tool's blank
+    # bounds it (lkp: 2% or less; taken at the bound, which only widens the interval).
+    cv_b, cv_p, bounded = _side_cvs(m)
+    cv_b = cv_b if cv_b is not None else cv_p
+    cv_p = cv_p if cv_p is not None else cv_b
     assert cv_b is not None and cv_p is not None
     var_b = (cv_b / 100.0 * m.base) ** 2 / n_base
     var_p = (cv_p / 100.0 * m.patched) ** 2 / n_patched
@@ -172,11 +196,17 @@ def _welch(
     extra = list(checks) + _stated_checks(m, ci, p, alpha)
     summary = (
         f"{change:+.2f}% [{ci[0]:+.2f}%, {ci[1]:+.2f}%] Welch t p={significant(p, 2):g} "
-        f"(n {n_base}/{n_patched}, CV {cv_b:.2g}%/{cv_p:.2g}%): {verdict}"
+        f"(n {n_base}/{n_patched}, CV {_side_cv(m.cv_base_pct, cv_b, bounded)}%/"
+        f"{_side_cv(m.cv_patched_pct, cv_p, bounded)}%): {verdict}"
     )
     return MeasurementJudgement(
         "judged", verdict, summary, "Welch t on mean ± sd", change, ci, p, tuple(extra)
     )
+
+
+def _side_cv(printed: float | None, used: float, bounded: bool) -> str:
+    """A side's CV in the summary: "<=2" for a blank a tool's bound stands in for."""
+    return f"<={_pct(used)}" if bounded and printed is None else _pct(used)
 
 
 def _stated_checks(m: Measurement, ci: tuple[float, float], p: float, alpha: float) -> list[str]:

@@ -9,10 +9,18 @@ lkp prints, under the two commits' ids and a rule,
           0.37 ±  6%      +1.9        2.25 ±  5%  mpstat.cpu.all.soft%
 
 The value columns are each commit's mean over its runs; "± x%" is the standard deviation as a
-percentage of that mean (a per-run CV), blank when lkp printed none; %change is relative, except
+percentage of that mean (a per-run CV), truncated to a whole percent and printed only above 2%: a
+blank stands for 2% or less (or a single run); lkp-tests, lib/compare.rb, `show_perf_change`.
+Means are printed to two decimals below 1,000, whole from there, in four digits above 10^8, and
+each stat lkp shows had at least three runs on one side. %change is relative, except
 for metrics that are themselves percentages (`...%`), where lkp prints the difference in points
 without a % sign. More than two commits give more (%change, value) pairs, each against the first.
-lkp does not print the run count in the table; a count stated in the text is used.
+lkp does not print the run count in the table; a count stated in the text is used. The robot's
+re-tests of a proposed fix print `%stddev change %stddev` and leave the change blank.
+
+A maintainer answering a report often writes between its rows ("What's free_time?"); the rows
+after the comment continue the table above it, under no heading of their own, and are read with
+its commit ids.
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from bot.analysis.claims.measurement import Measurement
 from bot.analysis.claims.numbers import NUMBER, Budget, normalize_text, to_float
 from bot.analysis.claims.text import Block, BodyLine
 
-_HEADER = re.compile(r"%stddev\s+%change\s+%stddev")
+_HEADER = re.compile(r"%stddev\s+%?change\s+%stddev")
+# lkp prints no "± x%" for a spread of this much or less (percent of the mean).
+BLANK_CV_MAX = 2.0
 # "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers.
 _VALUE = rf"(?P<vI>{NUMBER})(?:\s*[±ą]\s*(?P<sI>\d+(?:\.\d+)?)%)?"
 _CHANGE = r"(?P<cI>[-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?%?)"
@@ -34,44 +44,63 @@ _CHANGE = r"(?P<cI>[-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?%?)"
 def _row_pattern(kernels: int) -> re.Pattern[str]:
     parts = [_VALUE.replace("I>", "0>")]
     for i in range(1, kernels):
-        parts.append(_CHANGE.replace("I>", f"{i}>") + r"\s+" + _VALUE.replace("I>", f"{i}>"))
+        change = _CHANGE.replace("I>", f"{i}>")
+        parts.append(rf"(?:{change}\s+)?" + _VALUE.replace("I>", f"{i}>"))
     return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s+(?P<name>\S+)\s*$", re.IGNORECASE)
 
 
+Found = tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]
+
+
 def find_lkp_tables(
-    block: Block, runs: int | None, budget: Budget
-) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
-    """(measurements, lines, kernel ids) for every lkp comparison table in the block."""
+    block: Block, runs: int | None, budget: Budget, continues: tuple[str, ...] = ()
+) -> list[Found]:
+    """(measurements, lines, kernel ids) for every lkp comparison table in the block;
+    `continues`, the ids of a table in an earlier block at this quote depth, reads rows at the
+    block's start as more of that table."""
     lines = list(block.lines)
     found = []
+    if continues:
+        start = next((k for k, ln in enumerate(lines) if ln.text.strip()), len(lines))
+        found.extend(_rows(lines, start, continues, runs, budget, []))
     for i, line in enumerate(lines):
         budget.charge()
         if not _HEADER.search(line.text):
             continue
-        kernels = line.text.count("%stddev")
-        ids = _commit_ids(lines, i, kernels)
-        pattern = _row_pattern(kernels)
-        measurements: list[Measurement] = []
+        ids = _commit_ids(lines, i, line.text.count("%stddev"))
         used = [ln for ln in lines[max(0, i - 2) : i + 1] if ln.text.strip()]
-        j = i + 1
-        while j < len(lines):
-            budget.charge()
-            text = normalize_text(lines[j].text)
-            if set(text.strip()) <= set("\\| "):
-                j += 1
-                if not text.strip():
-                    break
-                used.append(lines[j - 1])
-                continue
-            match = pattern.match(text) if len(text) < 2000 else None
-            if not match:
-                break
-            measurements.extend(_row(match, kernels, ids, runs, lines[j]))
-            used.append(lines[j])
-            j += 1
-        if measurements:
-            found.append((measurements, tuple(used), ids))
+        found.extend(_rows(lines, i + 1, ids, runs, budget, used))
     return found
+
+
+def _rows(
+    lines: Sequence[BodyLine],
+    j: int,
+    ids: tuple[str, ...],
+    runs: int | None,
+    budget: Budget,
+    used: list[BodyLine],
+) -> list[Found]:
+    """The table whose rows start at line j (after `used`, its heading), as a one-item list;
+    [] when no row is there."""
+    pattern = _row_pattern(len(ids))
+    measurements: list[Measurement] = []
+    while j < len(lines):
+        budget.charge()
+        text = normalize_text(lines[j].text)
+        if set(text.strip()) <= set("\\| "):
+            j += 1
+            if not text.strip():
+                break
+            used.append(lines[j - 1])
+            continue
+        match = pattern.match(text) if len(text) < 2000 else None
+        if not match:
+            break
+        measurements.extend(_row(match, len(ids), ids, runs, lines[j]))
+        used.append(lines[j])
+        j += 1
+    return [(measurements, tuple(used), ids)] if measurements else []
 
 
 def _commit_ids(lines: Sequence[BodyLine], header: int, kernels: int) -> tuple[str, ...]:
@@ -93,7 +122,7 @@ def _row(
     rows = []
     for i in range(1, kernels):
         change = match.group(f"c{i}")
-        points = not change.endswith("%")
+        points = change is not None and not change.endswith("%")
         rows.append(
             Measurement(
                 metric=name,
@@ -105,9 +134,10 @@ def _row(
                 cv_base_pct=base_sd,
                 cv_patched_pct=_float_or_none(match.group(f"s{i}")),
                 spread_source="lkp %stddev",
+                cv_blank_max_pct=BLANK_CV_MAX,
                 higher_is_better=higher,
-                stated_pct=float(change.rstrip("%")),
-                stated_kind="points" if points else "relative",
+                stated_pct=float(change.rstrip("%")) if change is not None else None,
+                stated_kind=("points" if points else "relative") if change is not None else None,
                 base_label=ids[0],
                 patched_label=ids[i] if i < len(ids) else f"patched{i}",
                 line=line,

@@ -46,6 +46,9 @@ class Measurement:
     cv_base_pct: float | None = None  # per-run relative standard deviation, percent
     cv_patched_pct: float | None = None
     spread_source: str | None = None  # what the tool printed: "samples", "lkp %stddev", ...
+    # A tool that prints no spread when it is small (lkp: 2% or less) leaves a side's CV blank;
+    # this is the largest CV such a blank can stand for.
+    cv_blank_max_pct: float | None = None
     higher_is_better: bool | None = None
     stated_pct: float | None = None  # the change printed beside the numbers
     stated_kind: str | None = None  # "relative", "points" (lkp on % metrics), "gain" (mmtests)
@@ -89,6 +92,7 @@ class Measurement:
             "n_patched": self.n_patched,
             "cv_pct": [_rounded(self.cv_base_pct), _rounded(self.cv_patched_pct)],
             "spread_source": self.spread_source,
+            "cv_blank_max_pct": self.cv_blank_max_pct,
             "direction": direction_word(self.higher_is_better),
             "stated_pct": self.stated_pct,
             "stated_kind": self.stated_kind,

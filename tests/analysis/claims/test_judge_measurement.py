@@ -59,3 +59,18 @@ def test_a_small_change_gets_its_cv_bound_in_significant_digits() -> None:
     judged = judge_measurement(Measurement("ops", 100000.0, 100020.0))
     bound = 100 * max_cv_for_significance(100000.0, 100020.0, 5)
     assert bound < 0.05 and f"CV were below {bound:.2g}%." in judged.summary
+
+
+def test_a_spread_over_100_percent_is_written_whole() -> None:
+    # lkp's "54428 ± 60% -96.5% 1895 ±173%" (numa-meminfo.node1.AnonHugePages)
+    m = Measurement("AnonHugePages", 54428.0, 1895.0, cv_base_pct=60.0, cv_patched_pct=173.0)
+    assert "per-run CV of 173%" in judge_measurement(m).summary
+
+
+def test_a_blank_bounded_by_the_tool_enters_welch_at_its_bound() -> None:
+    # A run count stated in the text, lkp's blank %stddev on both sides (2% or less).
+    m = Measurement("ops", 263173.0, 232411.0, n_base=5, n_patched=5, cv_blank_max_pct=2.0,
+                    higher_is_better=True)  # fmt: skip
+    judged = judge_measurement(m)
+    assert judged.status == "judged" and judged.verdict == "regression"
+    assert "CV <=2%/<=2%" in judged.summary

@@ -46,3 +46,84 @@ def test_commit_ids_name_the_kernels() -> None:
     ops = measurements()["will-it-scale.per_process_ops"]
     assert ops.base_label == "d000e073ca2a08ab"
     assert ops.patched_label == "89359897983825dbfc08578e7ee"
+
+
+def test_a_blank_stddev_is_two_percent_or_less() -> None:
+    # lkp-tests prints "± x%" only above 2% (lib/compare.rb, show_perf_change): a row with both
+    # sides blank is no longer "one number per side".
+    ops = measurements()["will-it-scale.per_process_ops"]
+    assert ops.cv_blank_max_pct == 2.0
+    result = analyse_message("s", "robot <lkp@intel.com>", textwrap.dedent(LKP))
+    [judged] = result.claims
+    by_metric = dict(zip((m.metric for m in judged.claim.measurements),
+                         judged.judgement.measurements, strict=True))  # fmt: skip
+    ops_judged = by_metric["will-it-scale.per_process_ops"]
+    assert ops_judged.status == "needs-runs"
+    assert "per-run CV of at most 2% (what a blank %stddev stands for)" in ops_judged.summary
+    # A side that printed its spread keeps it.
+    assert "per-run CV of 18%" in by_metric["cpuidle..usage"].summary
+
+
+# Johannes Weiner's answer to the robot's vm-scalability report (linux-mm, June 2020): he asks
+# about rows between them, and the rows after each question are more of the same table.
+INTERLEAVED = """\
+> a4fe1631f313f75c 1431d4d11abb265e79cd44bed2f
+> ---------------- ---------------------------
+>          %stddev     %change         %stddev
+>              \\          |                \\
+>       0.23 ±  2%     +11.7%       0.26        vm-scalability.free_time
+
+What's free_time?
+
+>     103991           -11.6%      91935        vm-scalability.median
+>   20717269           -11.5%   18336098        vm-scalability.throughput
+>      41005           +14.5%      46936        vm-scalability.time.system_time
+>       4.43            -0.5        3.90 ±  2%  mpstat.cpu.all.usr%
+
+These counters capture present state, not history.
+
+>    1442 ±  5%     -14.9%       1227 ± 10%  slabinfo.kmalloc-rcl-96.active_objs
+
+More scan activity.
+"""
+
+
+def test_rows_after_a_replier_s_comment_continue_the_table() -> None:
+    body = "On Tue, Jun 16, 2020, kernel test robot wrote:\n" + INTERLEAVED
+    result = analyse_message("Re: [mm] 1431d4d11a", "Johannes Weiner <hannes@cmpxchg.org>", body)
+    claims = [j.claim for j in result.claims]
+    assert [(c.kind, c.layout) for c in claims] == [("summary", "lkp")] * 3
+    metrics = [[m.metric for m in c.measurements] for c in claims]
+    assert metrics == [
+        ["vm-scalability.free_time"],
+        ["vm-scalability.median", "vm-scalability.throughput",
+         "vm-scalability.time.system_time", "mpstat.cpu.all.usr%"],
+        ["slabinfo.kmalloc-rcl-96.active_objs"],
+    ]  # fmt: skip
+    throughput = claims[1].measurements[1]
+    assert (throughput.base, throughput.patched) == (20717269, 18336098)
+    assert throughput.base_label == "a4fe1631f313f75c"
+    assert throughput.patched_label == "1431d4d11abb265e79cd44bed2f"
+    assert claims[1].measurements[3].stated_kind == "points"
+
+
+def test_rows_without_a_table_above_them_are_no_lkp_table() -> None:
+    body = ">     103991           -11.6%      91935        vm-scalability.median\n"
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert all(j.claim.layout != "lkp" for j in result.claims)
+
+
+def test_the_robot_s_retest_of_a_fix_has_no_change_column() -> None:
+    # "The patch can fix the regression." (the robot, answering Johannes Weiner, May 2019)
+    body = textwrap.dedent("""\
+        db9adbcbe740e098  8d8245997dbd17c5056094f15c
+        ----------------  --------------------------
+                 %stddev      change         %stddev
+                     \\          |                \\
+          87819982                    85307742        will-it-scale.workload
+            457395                      444310        will-it-scale.per_process_ops
+        """)
+    [judged] = analyse_message("s", "robot <lkp@intel.com>", body).claims
+    ops = judged.claim.measurements[1]
+    assert (ops.metric, ops.base, ops.patched) == ("will-it-scale.per_process_ops", 457395, 444310)
+    assert ops.stated_pct is None and ops.base_label == "db9adbcbe740e098"
