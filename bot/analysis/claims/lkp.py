@@ -20,7 +20,9 @@ re-tests of a proposed fix print `%stddev change %stddev` and leave the change b
 
 A maintainer answering a report often writes between its rows ("What's free_time?"); the rows
 after the comment continue the table above it, under no heading of their own, and are read with
-its commit ids.
+its commit ids. Rows quoted without any heading (a reviewer quoting the two lines that matter)
+are read when two or more in a row have lkp's shape, a change column included, and name lkp's
+dotted stats (`vm-scalability.throughput`); their kernels are "base" and "patched".
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from bot.analysis.claims.text import Block, BodyLine
 _HEADER = re.compile(r"%stddev\s+%?change\s+%stddev")
 # lkp prints no "± x%" for a spread of this much or less (percent of the mean).
 BLANK_CV_MAX = 2.0
-# "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers.
-_VALUE = rf"(?P<vI>{NUMBER})(?:\s*[±ą]\s*(?P<sI>\d+(?:\.\d+)?)%)?"
+# "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers, "__" what
+# some archives made of it. A single run's spread was once printed as "-1%".
+_VALUE = rf"(?P<vI>{NUMBER})(?:\s*(?:[±ą]|__)\s*(?P<sI>-?\d+(?:\.\d+)?)%)?"
 _CHANGE = r"(?P<cI>[-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?%?)"
 
 
@@ -70,7 +73,39 @@ def find_lkp_tables(
         ids = _commit_ids(lines, i, line.text.count("%stddev"))
         used = [ln for ln in lines[max(0, i - 2) : i + 1] if ln.text.strip()]
         found.extend(_rows(lines, i + 1, ids, runs, budget, used))
+    taken = {ln.number for _, used_lines, _ in found for ln in used_lines}
+    found.extend(_headerless(lines, taken, runs, budget))
+    found.sort(key=lambda table: table[1][0].number)
     return found
+
+
+_QUOTED_ROW = re.compile(
+    rf"^\s*{_VALUE.replace('I>', '0>')}\s+{_CHANGE.replace('I>', '1>')}\s+"
+    rf"{_VALUE.replace('I>', '1>')}\s+(?P<name>[\w-]+\.\S+)\s*$"
+)
+
+
+def _headerless(
+    lines: Sequence[BodyLine], taken: set[int], runs: int | None, budget: Budget
+) -> list[Found]:
+    """Runs of two or more lkp rows under no heading, in lines no table took."""
+    found = []
+    j = 0
+    while j < len(lines):
+        budget.charge()
+        k = j
+        while k < len(lines) and lines[k].number not in taken and _is_quoted_row(lines[k]):
+            budget.charge()
+            k += 1
+        if k - j >= 2:
+            found.extend(_rows(lines[:k], j, ("base", "patched"), runs, budget, []))
+        j = max(k, j + 1)
+    return found
+
+
+def _is_quoted_row(line: BodyLine) -> bool:
+    text = line.text
+    return len(text) < 2000 and _QUOTED_ROW.match(normalize_text(text)) is not None
 
 
 def _rows(
@@ -117,7 +152,7 @@ def _row(
 ) -> list[Measurement]:
     name = match.group("name")
     base = to_float(match.group("v0"))
-    base_sd = _float_or_none(match.group("s0"))
+    base_sd = _spread(match.group("s0"))
     higher = metric_higher_is_better(name)
     rows = []
     for i in range(1, kernels):
@@ -132,7 +167,7 @@ def _row(
                 n_base=runs,
                 n_patched=runs,
                 cv_base_pct=base_sd,
-                cv_patched_pct=_float_or_none(match.group(f"s{i}")),
+                cv_patched_pct=_spread(match.group(f"s{i}")),
                 spread_source="lkp %stddev",
                 cv_blank_max_pct=BLANK_CV_MAX,
                 higher_is_better=higher,
@@ -146,5 +181,7 @@ def _row(
     return rows
 
 
-def _float_or_none(text: str | None) -> float | None:
-    return float(text) if text is not None else None
+def _spread(text: str | None) -> float | None:
+    """A printed %stddev; None for none, or for the "-1%" once printed for a single run."""
+    value = float(text) if text is not None else None
+    return value if value is not None and value >= 0 else None

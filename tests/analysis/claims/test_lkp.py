@@ -127,3 +127,31 @@ def test_the_robot_s_retest_of_a_fix_has_no_change_column() -> None:
     ops = judged.claim.measurements[1]
     assert (ops.metric, ops.base, ops.patched) == ("will-it-scale.per_process_ops", 457395, 444310)
     assert ops.stated_pct is None and ops.base_label == "db9adbcbe740e098"
+
+
+def test_rows_quoted_without_their_heading_are_read() -> None:
+    # Mel Gorman quoting two rows of the robot's report (linux-mm, August 2016), "±" as an
+    # archive left it, and a single run's "-1%" spread.
+    body = textwrap.dedent("""\
+        > >    2506952 __  2%     +28.1%    3212076 __  7%  vm-scalability.throughput
+        > >    1207402 __  7%     +22.3%    1476578 __  6%  vmstat.swap.so
+        > >      10.36 __ 11%    -100.0%       0.00 __ -1%  perf-profile.cycles-pp.lock.swap
+
+        I didn't see anything wrong with the patch.
+        """)
+    result = analyse_message("Re: [PATCH]", "Mel Gorman <mgorman@suse.de>", body)
+    [judged] = [j for j in result.claims if j.claim.layout == "lkp"]
+    throughput, swap, profile = judged.claim.measurements
+    assert (throughput.base, throughput.patched) == (2506952, 3212076)
+    assert (throughput.cv_base_pct, throughput.cv_patched_pct) == (2, 7)
+    assert (throughput.base_label, throughput.patched_label) == ("base", "patched")
+    assert profile.cv_patched_pct is None
+    assert judged.claim.speaker.quote_depth == 2
+
+
+def test_one_row_alone_or_rows_naming_no_stat_are_not_lkp() -> None:
+    one = ">    2506952 ±  2%     +28.1%    3212076 ±  7%  vm-scalability.throughput\n"
+    plain = "  10     +5%     12   runs\n  11     +4%     13   more\n"
+    for body in (one, plain):
+        result = analyse_message("s", "a <a@b.c>", body)
+        assert all(j.claim.layout != "lkp" for j in result.claims), body
