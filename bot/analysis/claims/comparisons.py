@@ -35,6 +35,7 @@ from bot.analysis.claims.tables import SUMMARY_LABEL
 from bot.analysis.claims.text import Block, BodyLine
 
 _GAP = re.compile(r"\s{2,}|\t")
+_CELL_END = re.compile(r"\s{2,}|\t|(?<=%\))\s+")
 _SEPARATOR = re.compile(r"^[\s|+:=~_-]*-[\s|+:=~_-]*$|^[\s|+=]*=[\s|+=]*$")
 _VALUE = re.compile(
     rf"^(?P<number>{NUMBER})\s*(?P<mult>[kKMG](?![a-zA-Z/]))?\s*(?P<unit>[a-zA-Z%][\w/%.]*)?"
@@ -49,6 +50,7 @@ _PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")
 _RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter\w*|trial|round)\s*#?\s*\d+):?$", re.I)
 _RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", re.I)
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
+_PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _LONGEST_LINE = 500
 _BLOAT_O_METER = ("function", "old", "new", "delta")  # scripts/bloat-o-meter's heading
@@ -98,7 +100,11 @@ def _cells(text: str) -> tuple[str, ...] | None:
     text = normalize_text(text).strip()
     if not text or len(text) > _LONGEST_LINE or _SEPARATOR.match(text):
         return None
-    cells = [c.strip() for c in text.strip("|").split("|")] if "|" in text else _GAP.split(text)
+    if "|" in text:
+        cells = [c.strip() for c in text.strip("|").split("|")]
+    else:  # "52739.45 (    +0.00%) 2267500.33 (   -32.71%)": a change's padding splits no
+        # cell, and a change in brackets ends one
+        cells = _CELL_END.split(_PADDED.sub(r"(\1) ", text).strip())
     return tuple(cells) if len(cells) >= 2 else None
 
 

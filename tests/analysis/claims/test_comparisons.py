@@ -184,3 +184,26 @@ def test_hdd_write_in_brackets_is_no_unit() -> None:
         """)
     assert {m.metric: m.unit for m in claim.measurements} == {"null_blk": None,
                                                              "hdd (write)": None}
+
+
+def test_changes_in_padded_brackets_beside_each_value() -> None:
+    # Johannes Weiner's THP allocator cover letter (linux-mm, 2025): each value carries its
+    # change in brackets padded with blanks, and a long value leaves one blank before the next.
+    # The stddev row is the spread of allocation times, not of runs: no result, no run spread.
+    [claim] = tables("""\
+        Comparing before and after the changes over 15 runs:
+
+                                                             before                   after
+            Hugealloc Time mean               52739.45 (    +0.00%)   28904.00 (   -45.19%)
+            Hugealloc Time stddev             56541.26 (    +0.00%)   33464.37 (   -40.81%)
+            Kbuild Real time                    197.47 (    +0.00%)     196.59 (    -0.44%)
+            Compact daemon scanned migrate  3369601.27 (    +0.00%) 2267500.33 (   -32.71%)
+            Swap in                            7276.00 (    +0.00%)   24457.00 (  +236.10%)
+        """)
+    got = measured(claim)
+    assert list(got) == ["Hugealloc Time mean", "Kbuild Real time",
+                         "Compact daemon scanned migrate", "Swap in"]  # fmt: skip
+    assert got["Compact daemon scanned migrate"][:2] == (3369601.27, 2267500.33)
+    assert got["Swap in"][4] == 236.10
+    assert claim.runs == 15
+    assert all(m.cv_base_pct is None for m in claim.measurements)
