@@ -132,6 +132,14 @@ _DIFF_BODY = re.compile(
 )
 
 
+# A row of `perf report` (overhead, [self,] command, object, "[k]" or "[.]", symbol) or of its
+# call graph ("|--12.50%--foo"): a share of a profile, not a change of anything.
+_PROFILE_ROW = re.compile(
+    r"^\s*(?:[-+]\s*)?\d+(?:\.\d+)?%\s+(?:\d+(?:\.\d+)?%\s+)?\S.*\s\[[.kgu]\]\s+\S"
+    r"|^[\s|`]*[|`]?--\d+(?:\.\d+)?%--"
+)
+
+
 def _diff_resumes(lines: Sequence[BodyLine], i: int, depth: int) -> bool:
     """A line a mail client wrapped out of a diff: diff lines carry on right after it."""
     following = [ln for ln in lines[i + 1 : i + 3] if ln.depth == depth and ln.text]
@@ -139,7 +147,8 @@ def _diff_resumes(lines: Sequence[BodyLine], i: int, depth: int) -> bool:
 
 
 def _prose_mask(lines: Sequence[BodyLine]) -> list[bool]:
-    """False for lines inside a diff or a signature: claims are never read from those."""
+    """False for lines inside a diff or a signature, and for rows of a profile: claims are never
+    read from those."""
     keep = [True] * len(lines)
     in_diff_at: int | None = None  # depth of the diff being skipped
     signature_at: int | None = None
@@ -160,6 +169,8 @@ def _prose_mask(lines: Sequence[BodyLine]) -> list[bool]:
             keep[i] = False
         elif line.text in ("--", "-- "):
             signature_at = line.depth
+            keep[i] = False
+        elif _PROFILE_ROW.match(line.text):
             keep[i] = False
     return keep
 

@@ -3,6 +3,8 @@ line names."""
 
 from __future__ import annotations
 
+import textwrap
+
 from bot.analysis.claims import analyse_message
 
 RELAYED = """\
@@ -23,3 +25,22 @@ def test_a_relay_in_the_attribution_or_the_sender_is_not_the_speaker() -> None:
     speakers = [(c.claim.speaker.name, c.claim.speaker.role) for c in result.claims]
     assert ("Kairui Song", "quoted") in speakers
     assert ("Marco Elver", "replier") in speakers
+
+
+def test_rows_of_a_profile_are_no_claims() -> None:
+    # Barry Song's arm64 batched TLB series (linux-mm, 2022) quotes `perf report`: its shares
+    # were read as "21.07% regression" and ten more percentages.
+    body = textwrap.dedent("""\
+        > >  # Overhead  Command  Shared Object      Symbol
+        > >  # ........  .......  .................  ..................
+        > >  #
+        > >     21.07%  a.out    [kernel.kallsyms]  [k] _raw_spin_unlock_irq
+        > >      8.23%  a.out    [kernel.kallsyms]  [k] _raw_spin_unlock_irqrestore
+        > >     16.99%  swap_bench  [kernel.kallsyms]  [k] ptep_clear_flush
+        > >    - 30.12%  5.01%  a.out  [kernel.kallsyms]  [k] do_swap_page
+        > >             |--12.50%--shrink_folio_list
+        > >
+        > > With the above micro benchmark, the time to finish decreases around 5%.
+        """)
+    result = analyse_message("Re: [PATCH v3 4/4]", "Barry Song <21cnbao@gmail.com>", body)
+    assert [(j.claim.kind, j.claim.change.low_pct) for j in result.claims] == [("percentage", 5)]
