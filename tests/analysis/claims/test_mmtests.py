@@ -58,3 +58,20 @@ def test_a_case_that_is_only_a_number_is_named_as_the_table_prints_it() -> None:
     [judged] = [c for c in result.claims if c.claim.kind == "summary"]
     assert [m.metric for m in judged.claim.measurements] == ["Amean 4", "Amean 16"]
     assert judged.judgement.summary.endswith(": Amean 4 improvement."), judged.judgement.summary
+
+
+def test_thpscale_s_percentage_rows_are_its_success_rates() -> None:
+    # Mel Gorman's compaction series (linux-mm, January 2019): "The allocation success rates
+    # are much improved", in rows mmtests labels Percentage, not Amean.
+    body = textwrap.dedent("""\
+        The allocation success rates are much improved
+
+        \t\t\t \t baseline\t\t patches
+        Percentage huge-3        70.93 (   0.00%)       98.30 (  38.60%)
+        Percentage huge-18       94.37 (   0.00%)       95.87 (   1.58%)
+        """)
+    [judged] = analyse_message("s", "Mel <mel@example.org>", body).claims
+    rates = {m.metric: m for m in judged.claim.measurements}
+    assert (rates["huge-3"].base, rates["huge-3"].patched) == (70.93, 98.30)
+    assert rates["huge-3"].higher_is_better is True
+    assert (rates["huge-18"].base_label, rates["huge-18"].patched_label) == ("baseline", "patches")
