@@ -29,7 +29,14 @@ from dataclasses import dataclass
 
 from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
 from bot.analysis.claims.measurement import Measurement, cv_pct
-from bot.analysis.claims.numbers import NUMBER, SCALE, Budget, normalize_text, to_float
+from bot.analysis.claims.numbers import (
+    NUMBER,
+    SCALE,
+    Budget,
+    minutes_seconds,
+    normalize_text,
+    to_float,
+)
 from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.tables import SUMMARY_LABEL
 from bot.analysis.claims.text import Block, BodyLine
@@ -132,6 +139,9 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
 
 
 def _value(cell: str) -> _Value | None:
+    seconds = minutes_seconds(cell)  # `time`'s "0m13.460s"
+    if seconds is not None:
+        return _Value(seconds, "s", None)
     match = _VALUE.match(cell.strip())
     if match is None:
         return None

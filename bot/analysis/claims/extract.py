@@ -1,7 +1,8 @@
 """Finding every performance claim in a message body, numbered in body order.
 
 Each block of one quote depth is read in turn: tools' tables and sections first, then tables of
-runs, then comparison tables (one value a cell), then before/after line pairs, then "from X to
+runs, then comparison tables (one value a cell), then before/after blocks (a kernel's name on a
+line, its metrics under it), then before/after line pairs, then "from X to
 Y" sentences, then percentages in the remaining sentences; a line read as one claim is not read
 again as another. A percentage written just below a table (nothing but
 blank lines between) refers to that table.
@@ -27,6 +28,7 @@ from bot.analysis.claims.mmtests import find_mmtests_tables
 from bot.analysis.claims.model import BeforeAfter, Claim, ResultTable, StatedChange, fmt_value
 from bot.analysis.claims.numbers import Budget, join_spaced_thousands, normalize_text
 from bot.analysis.claims.sections import find_tool_sections
+from bot.analysis.claims.side_blocks import find_side_blocks
 from bot.analysis.claims.statements import (
     FROM_TO,
     PERFORMANCE,
@@ -110,6 +112,12 @@ def _block_claims(
         runs = _count_before(lines[0].number, prose_counts)
         measurements = [_with_runs(m, runs) for m in measurements]
         claims.append(_summary_claim("table", measurements, lines, kernels, block, names))
+        used.update(line.number for line in lines)
+
+    for measurements, lines, kernels in find_side_blocks(_without(block, used), budget):
+        runs = _count_before(lines[0].number, prose_counts)
+        measurements = [_with_runs(m, runs) for m in measurements]
+        claims.append(_summary_claim("side blocks", measurements, lines, kernels, block, names))
         used.update(line.number for line in lines)
 
     for before, after in before_after_pairs(block, used):

@@ -35,6 +35,15 @@ def normalize_text(text: str) -> str:
     return text.translate(_MINUS)
 
 
+_MINUTES_SECONDS = re.compile(r"(\d+)m(\d+(?:\.\d+)?)s")
+
+
+def minutes_seconds(token: str) -> float | None:
+    """Seconds of a time `time` prints in minutes and seconds (`1m10.442s`), or None."""
+    match = _MINUTES_SECONDS.fullmatch(token.strip())
+    return 60 * int(match.group(1)) + float(match.group(2)) if match else None
+
+
 def to_float(token: str) -> float | None:
     """The value of one numeric token as written in a mail, or None if it is not one."""
     token = normalize_text(token).strip()

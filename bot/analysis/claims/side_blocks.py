@@ -1,0 +1,174 @@
+"""Before/after blocks: a line naming one kernel, the metrics measured on it under that line,
+then a line naming the other kernel with the same metrics under it, read into measurements.
+
+    Before:                                      SSD swap 10 runs average:
+    Sys time: 73578.30, Real time: 864.05        With:
+    ...                                          user    2929.064
+    After: (-54.7% sys time, -49.3% real time)   system  1479.381 : 1376.89 1398.22 ...
+    Sys time: 33314.76, Real time: 437.67        real    1441.324
+                                                 Without:
+                                                 user    2910.872 ...
+
+A heading is a side's name alone on its line ("Before:", "Without:", "w/o patch:"), or with a
+remark after the colon that holds no value of its own; the changes a remark states ("-54.7% sys
+time") are the author's for the metrics they name. Under it, each line holds `name: value`
+pairs (commas between them) or one `name  value` (`real  0m13.460s`, a time in minutes and
+seconds being read as seconds); a value followed by `:` and more numbers, on that line and the
+lines after it, is given with its runs. Two headings of opposite sides in one block make a
+pair, whichever comes first; a metric is compared when both sides name it. Kairui Song's swap
+allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap series were read as nothing
+but their stated percentages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.analysis.claims.benchmarks import metric_higher_is_better
+from bot.analysis.claims.measurement import Measurement, cv_pct
+from bot.analysis.claims.numbers import (
+    NUMBER,
+    Budget,
+    minutes_seconds,
+    normalize_text,
+    to_float,
+)
+from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.text import Block, BodyLine
+
+_HEADING = re.compile(r"^\s*(?P<label>[A-Za-z+/][\w+/ .-]{0,30}?)\s*:\s*(?P<rest>.*)$")
+_NAME = r"[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3}"
+_MINSEC = r"\d+m\d+(?:\.\d+)?s"
+_VALUE = rf"(?P<value>{_MINSEC}|{NUMBER})\s*(?P<unit>[A-Za-z%][\w/%]*)?"
+_PAIR = re.compile(rf"(?P<name>{_NAME})\s*:\s*{_VALUE}\s*(?:,|$)")
+_SPACED = re.compile(rf"^\s*(?P<name>{_NAME})\s+{_VALUE}(?:\s*:\s*(?P<runs>[\d.\s]+))?\s*$")
+_NUMBERS = re.compile(r"^\s*\d+(?:\.\d+)?(?:\s+\d+(?:\.\d+)?)*\s*$")
+_STATED = re.compile(r"(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s+(?P<name>[A-Za-z][\w ]*?)\s*(?=[,)]|$)")
+_GAP_LINES = 12  # lines between a side's metrics and the other side's heading at most
+_TIME_OUTPUT = {"real", "user", "sys", "system"}  # `time`'s lines: seconds
+
+
+@dataclass(frozen=True)
+class _Value:
+    value: float
+    unit: str | None
+    runs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class _Side:
+    side: str  # "before" or "after"
+    label: str
+    stated: dict[str, float]  # metric name (lower case) -> the change the heading's remark states
+    values: dict[str, tuple[str, _Value, BodyLine]]  # lower-case name -> (name, value, line)
+    lines: tuple[BodyLine, ...]
+
+
+def find_side_blocks(
+    block: Block, budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
+    """(measurements, lines, (before, after) labels) for every pair of side blocks."""
+    lines = list(block.lines)
+    sides: list[tuple[int, int, _Side]] = []  # (heading index, index after its metrics, side)
+    i = 0
+    while i < len(lines):
+        budget.charge()
+        side = _heading(lines[i].text)
+        if side is None:
+            i += 1
+            continue
+        values, end = _metrics(lines, i + 1, budget)
+        if values:
+            sides.append((i, end, _Side(side[0], side[1], side[2], values,
+                                        tuple(lines[i:end]))))  # fmt: skip
+        i = max(end, i + 1)
+    found = []
+    k = 0
+    while k + 1 < len(sides):
+        (_, end, first), (start, _, second) = sides[k], sides[k + 1]
+        if first.side != second.side and start - end <= _GAP_LINES:
+            before, after = (first, second) if first.side == "before" else (second, first)
+            measurements = _compare(before, after)
+            if measurements:
+                spanned = tuple(sorted(first.lines + second.lines, key=lambda ln: ln.number))
+                found.append((measurements, spanned, (before.label, after.label)))
+                k += 2
+                continue
+        k += 1
+    return found
+
+
+def _heading(text: str) -> tuple[str, str, dict[str, float]] | None:
+    """(side, label, stated changes) of a line naming a kernel alone, or None."""
+    match = _HEADING.match(normalize_text(text))
+    if match is None:
+        return None
+    label, rest = match.group("label").strip(), match.group("rest").strip()
+    side = side_of_label(label)
+    if side is None or (rest and not rest.startswith(("(", "#"))):
+        return None
+    stated = {m.group("name").strip().lower(): float(m.group("pct"))
+              for m in _STATED.finditer(rest)}  # fmt: skip
+    return side, label, stated
+
+
+def _metrics(
+    lines: Sequence[BodyLine], i: int, budget: Budget
+) -> tuple[dict[str, tuple[str, _Value, BodyLine]], int]:
+    """The metrics on the lines from `i` on, and the index of the first line after them."""
+    values: dict[str, tuple[str, _Value, BodyLine]] = {}
+    while i < len(lines):
+        budget.charge()
+        text = normalize_text(lines[i].text)
+        if not text.strip() or len(text) > 500 or _heading(text) is not None:
+            break
+        spaced = _SPACED.match(text)
+        pairs = [] if spaced else list(_PAIR.finditer(text))
+        if spaced is None and not pairs:
+            break
+        for match in [spaced] if spaced else pairs:
+            runs = match.group("runs") if spaced else None
+            samples = [float(v) for v in runs.split()] if runs else []
+            while runs is not None and i + 1 < len(lines) and _NUMBERS.match(lines[i + 1].text):
+                i += 1  # the runs go on on the next line
+                samples += [float(v) for v in lines[i].text.split()]
+            value = _value(match.group("value"), match.group("unit"), samples)
+            if value is not None:
+                name = match.group("name").strip()
+                values.setdefault(name.lower(), (name, value, lines[i]))
+        i += 1
+    return values, i
+
+
+def _value(token: str, unit: str | None, samples: list[float]) -> _Value | None:
+    seconds = minutes_seconds(token)
+    if seconds is not None:
+        return _Value(seconds, "s", ())
+    number = to_float(token)
+    return None if number is None else _Value(number, unit, tuple(samples))
+
+
+def _compare(before: _Side, after: _Side) -> list[Measurement]:
+    measurements = []
+    for key, (name, base, _) in before.values.items():
+        if key not in after.values:
+            continue
+        _, patched, line = after.values[key]
+        unit = patched.unit or base.unit or ("s" if key in _TIME_OUTPUT else None)
+        runs = len(base.runs) >= 2 and len(patched.runs) >= 2
+        stated = next((pct for said, pct in after.stated.items() if said in key or key in said),
+                      None)  # fmt: skip
+        measurements.append(Measurement(
+            metric=name, base=base.value, patched=patched.value, unit=unit,
+            n_base=len(base.runs) if runs else None, n_patched=len(patched.runs) if runs else None,
+            cv_base_pct=cv_pct(base.runs) if runs else None,
+            cv_patched_pct=cv_pct(patched.runs) if runs else None,
+            spread_source="samples" if runs else None,
+            higher_is_better=metric_higher_is_better(name, unit),
+            stated_pct=stated, stated_kind="relative" if stated is not None else None,
+            samples_base=base.runs if runs else (), samples_patched=patched.runs if runs else (),
+            base_label=before.label, patched_label=after.label, line=line,
+        ))  # fmt: skip
+    return measurements

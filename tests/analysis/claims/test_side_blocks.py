@@ -1,0 +1,88 @@
+"""Before/after blocks, a kernel's name on a line and its metrics under it
+(bot/analysis/claims/side_blocks.py). The blocks are real ones from linux-mm cover letters."""
+
+from __future__ import annotations
+
+import textwrap
+
+from bot.analysis.claims import analyse_message
+from bot.analysis.claims.model import Claim
+
+
+def blocks(body: str, sender: str = "Kairui Song <kasong@tencent.com>") -> list[Claim]:
+    result = analyse_message("s", sender, textwrap.dedent(body))
+    return [c.claim for c in result.claims if c.claim.layout == "side blocks"]
+
+
+def test_name_value_pairs_under_before_and_after_with_the_changes_the_heading_states() -> None:
+    # Kairui Song, "mm, swap: rework of swap allocator locks" (linux-mm, October 2024)
+    [claim] = blocks("""\
+        time make -j96 / 1152M memcg, 64K mTHP, 10G ZRAM, on Intel 8255C * 2:
+        Before:
+        Sys time: 74044.85, Real time: 846.51
+        hugepages-64kB/stats/swpout: 1735216
+        After: (-51.4% sys time, -47.7% real time, -63.2% mTHP failure)
+        Sys time: 35958.87, Real time: 442.69
+        hugepages-64kB/stats/swpout: 1866267
+        """)
+    got = {m.metric: (m.base, m.patched, m.stated_pct, m.higher_is_better)
+           for m in claim.measurements}  # fmt: skip
+    assert got == {
+        "Sys time": (74044.85, 35958.87, -51.4, False),
+        "Real time": (846.51, 442.69, -47.7, False),
+        "hugepages-64kB/stats/swpout": (1735216, 1866267, None, None),
+    }
+    assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
+        "Before", "After")
+
+
+def test_after_first_and_runs_that_wrap_onto_the_next_line() -> None:
+    # Chris Li, "mm: swap: mTHP swap allocator base on swap cluster order" (linux-mm, 2024)
+    [claim] = blocks("""\
+        SSD swap 10 runs average, 20G swap partition:
+        With:
+        user    2929.064
+        system  1479.381 : 1376.89 1398.22 1444.64 1477.39 1479.04 1497.27
+        1504.47 1531.4 1532.92 1551.57
+        real    1441.324
+
+        Without:
+        user    2910.872
+        system  1482.732 : 1440.01 1451.4 1462.01 1467.47 1467.51 1469.3
+        1470.19 1496.32 1544.1 1559.01
+        real    1580.822
+        """, sender="Chris Li <chrisl@kernel.org>")
+    by_name = {m.metric: m for m in claim.measurements}
+    assert (by_name["real"].base, by_name["real"].patched) == (1580.822, 1441.324)
+    assert by_name["real"].unit == "s" and by_name["real"].higher_is_better is False
+    system = by_name["system"]
+    assert len(system.samples_base) == 10 and system.samples_base[-1] == 1559.01
+    assert system.samples_patched[0] == 1376.89
+    assert claim.runs == 10
+    assert (system.base_label, system.patched_label) == ("Without", "With")
+
+
+def test_a_heading_over_no_metrics_or_a_value_on_its_own_line_is_no_block() -> None:
+    assert blocks("""\
+        Without:
+        $ ./thp_swap_allocator_test -a
+        Iteration 1: swpout inc: 32, swpout fallback inc: 192, Fallback percentage: 85.71%
+
+        With:
+        $ ./thp_swap_allocator_test -a
+        """) == []
+    # "Before: 44017.78 Ops/sec" is a line pair, read as one.
+    result = analyse_message("s", "a <a@b.c>", "Before: 44017.78 Ops/sec\nAfter: 44687.08\n")
+    assert [j.claim.layout for j in result.claims] == ["before-after lines"]
+
+
+def test_time_s_minutes_and_seconds_in_a_comparison_table() -> None:
+    # Yicong Yang's swap_bench under Barry Song's arm64 TLB batching (linux-mm, 2022)
+    result = analyse_message("s", "Barry Song <b@s.org>", textwrap.dedent("""\
+                      w/o             w/
+              real    0m13.460s       0m11.771s
+              sys     0m12.039s       0m11.458s
+        """))
+    [judged] = result.claims
+    real = judged.claim.measurements[0]
+    assert (real.metric, real.base, real.patched, real.unit) == ("real", 13.46, 11.771, "s")
