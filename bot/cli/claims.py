@@ -206,8 +206,12 @@ def _print_claim(judged: JudgedClaim, out: Console) -> None:
             for note in column.notes:
                 out.print(f"  - {escape(note)}")
     if claim.kind != "table":
+        # A table of three or more kernels has a row a metric and a judgement a pair.
+        several = len({m.patched_label for m in claim.measurements}) > 1
         for measured, judged_m in zip(claim.measurements, judgement.measurements, strict=False):
-            out.print(f"  * {escape(measured.metric)}: {escape(judged_m.summary)}", soft_wrap=True)
+            pair = f" ({measured.patched_label} vs {measured.base_label})" if several else ""
+            out.print(f"  * {escape(measured.metric)}{escape(pair)}: {escape(judged_m.summary)}",
+                      soft_wrap=True)  # fmt: skip
     for note in judgement.notes:
         out.print(f"  - {escape(note)}")
 

@@ -576,3 +576,23 @@ def test_change_log_items_are_claims_of_their_own() -> None:
     assert judged.claim.text == "- 8% faster in will-it-scale page_fault2"
     assert (judged.claim.first_line, judged.claim.last_line) == (3, 3)
     assert judged.claim.benchmarks == ("will-it-scale",)
+
+
+def test_cli_names_the_kernels_of_each_judgement_in_a_table_of_three(
+    lorelab: Lorelab, tmp_path: Path
+) -> None:
+    mail = tmp_path / "three.eml"
+    mail.write_text(
+        "From: Feng Tang <feng.tang@intel.com>\nSubject: Re: [mm] 2d146aa3aa\n\n"
+        "dc26532aed0ab25c 2d146aa3aa842d7f5065802556b 73371bf27a8a8ea68df2fbf456b\n"
+        "---------------- --------------------------- ---------------------------\n"
+        "  65523232 ±  4%     -40.8%   38817332 ±  5%     -19.6%   52701654 ±  3%  "
+        "vm-scalability.throughput\n"
+        "      1.15            +3.1        4.20            +2.5        3.68 ±  4%  "
+        "pp.bt.page_add_file_rmap\n"
+    )
+    done = run_cli(lorelab, "claims", str(mail))
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())
+    assert ("* vm-scalability.throughput (73371bf27a8a8ea68df2fbf456b vs dc26532aed0ab25c): "
+            "-19.57%") in out  # fmt: skip

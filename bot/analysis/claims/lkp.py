@@ -79,33 +79,65 @@ def find_lkp_tables(
     return found
 
 
-_QUOTED_ROW = re.compile(
-    rf"^\s*{_VALUE.replace('I>', '0>')}\s+{_CHANGE.replace('I>', '1>')}\s+"
-    rf"{_VALUE.replace('I>', '1>')}\s+(?P<name>[\w-]+\.\S+)\s*$"
-)
+def _quoted_row(kernels: int) -> re.Pattern[str]:
+    """A row of `kernels` commits with every change printed and a dotted stat's name."""
+    parts = [_VALUE.replace("I>", "0>")]
+    for i in range(1, kernels):
+        parts.append(_CHANGE.replace("I>", f"{i}>") + r"\s+" + _VALUE.replace("I>", f"{i}>"))
+    return re.compile(r"^\s*" + r"\s+".join(parts) + r"\s+(?P<name>[\w-]+\.\S+)\s*$")
+
+
+_QUOTED_ROWS = {kernels: _quoted_row(kernels) for kernels in (4, 3, 2)}
 
 
 def _headerless(
     lines: Sequence[BodyLine], taken: set[int], runs: int | None, budget: Budget
 ) -> list[Found]:
-    """Runs of two or more lkp rows under no heading, in lines no table took."""
+    """Runs of two or more lkp rows under no heading (blank lines between them), in lines no
+    table took; their commits named by an id line and a rule right above, else "base",
+    "patched"."""
     found = []
     j = 0
     while j < len(lines):
         budget.charge()
-        k = j
-        while k < len(lines) and lines[k].number not in taken and _is_quoted_row(lines[k]):
+        kernels = _quoted_kernels(lines[j], taken)
+        if kernels is None:
+            j += 1
+            continue
+        rows, k = [], j
+        while k < len(lines) and (not lines[k].text.strip() or lines[k].number not in taken):
             budget.charge()
+            text = lines[k].text
+            match = _QUOTED_ROWS[kernels].match(normalize_text(text)) if len(text) < 2000 else None
+            if match is None and text.strip():
+                break
+            if match is not None:
+                rows.append((match, lines[k]))
             k += 1
-        if k - j >= 2:
-            found.extend(_rows(lines[:k], j, ("base", "patched"), runs, budget, []))
-        j = max(k, j + 1)
+        if len(rows) >= 2:
+            ids = _ids_over_rule(lines, j, kernels)
+            measurements = [m for match, line in rows
+                            for m in _row(match, kernels, ids, runs, line)]  # fmt: skip
+            found.append((measurements, tuple(line for _, line in rows), ids))
+        j = k
     return found
 
 
-def _is_quoted_row(line: BodyLine) -> bool:
-    text = line.text
-    return len(text) < 2000 and _QUOTED_ROW.match(normalize_text(text)) is not None
+def _quoted_kernels(line: BodyLine, taken: set[int]) -> int | None:
+    """How many commits a headerless row compares, or None when the line is no such row."""
+    text = normalize_text(line.text)
+    if line.number in taken or len(text) >= 2000 or not text.strip():
+        return None
+    return next((k for k, pattern in _QUOTED_ROWS.items() if pattern.match(text)), None)
+
+
+def _ids_over_rule(lines: Sequence[BodyLine], j: int, kernels: int) -> tuple[str, ...]:
+    """The commit ids on the line above a rule right above row j, else "base", "patched"..."""
+    if j >= 2:
+        rule, ids = lines[j - 1].text.split(), lines[j - 2].text.split()
+        if len(rule) == len(ids) == kernels and all(set(w) <= set("-") for w in rule):
+            return tuple(ids)
+    return ("base",) + tuple(f"patched{'' if i == 1 else i}" for i in range(1, kernels))
 
 
 def _rows(

@@ -155,3 +155,22 @@ def test_one_row_alone_or_rows_naming_no_stat_are_not_lkp() -> None:
     for body in (one, plain):
         result = analyse_message("s", "a <a@b.c>", body)
         assert all(j.claim.layout != "lkp" for j in result.claims), body
+
+
+def test_headerless_rows_of_three_commits_under_their_ids_and_rule() -> None:
+    # Feng Tang's padding test (linux-mm, August 2021): the parent, the commit and the commit
+    # with padding, the %stddev heading cut, a blank line after the first row.
+    body = textwrap.dedent("""\
+        dc26532aed0ab25c 2d146aa3aa842d7f5065802556b 73371bf27a8a8ea68df2fbf456b
+        ---------------- --------------------------- ---------------------------
+          65523232 ±  4%     -40.8%   38817332 ±  5%     -19.6%   52701654 ±  3%  vm-scalability.throughput
+
+         0.58 ±  2%      +3.1        3.63            +2.3        2.86 ±  4%  pp.bt.__count_memcg_events
+              1.15            +3.1        4.20            +2.5        3.68 ±  4%  pp.bt.page_add_file_rmap
+        """)  # noqa: E501
+    [judged] = analyse_message("s", "Feng Tang <feng.tang@intel.com>", body).claims
+    rows = [(m.metric, m.patched_label, m.patched) for m in judged.claim.measurements]
+    assert rows[:2] == [("vm-scalability.throughput", "2d146aa3aa842d7f5065802556b", 38817332),
+                        ("vm-scalability.throughput", "73371bf27a8a8ea68df2fbf456b", 52701654)]
+    assert judged.claim.measurements[0].base_label == "dc26532aed0ab25c"
+    assert len(rows) == 6
