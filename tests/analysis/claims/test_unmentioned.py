@@ -19,3 +19,15 @@ def test_a_regression_in_a_column_the_text_never_names_is_listed() -> None:
     )
     result = analyse_message("s", "a <a@b.c>", body)
     assert [(u.metric, u.verdict) for u in result.unmentioned] == [("user(s)", "regression")]
+
+
+def test_a_change_the_heading_of_a_side_block_states_is_mentioned() -> None:
+    # Kairui Song's swap allocator cover letter: the changes are in the "After:" line's words.
+    body = textwrap.dedent("""\
+        Before:
+        Sys time: 73578.30, Real time: 864.05, User time: 3000.10
+        After: (-54.7% sys time, -49.3% real time)
+        Sys time: 33314.76, Real time: 437.67, User time: 3400.20
+        """)
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert [u.metric for u in result.unmentioned] == ["User time"]
