@@ -9,7 +9,8 @@ then a line naming the other kernel with the same metrics under it, read into me
                                                  Without:
                                                  user    2910.872 ...
 
-A heading is a side's name alone on its line ("Before:", "Without:", "w/o patch:"), or with a
+A heading is a side's name alone on its line ("Before:", "Without:", "w/o patch:", "== without
+async reclaim =="), or with a
 remark after the colon that holds no value of its own; the changes a remark states ("-54.7% sys
 time") are the author's for the metrics they name. Under it, each line holds `name: value`
 pairs (commas between them) or one `name  value` (`real  0m13.460s`, a time in minutes and
@@ -39,6 +40,10 @@ from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
 _HEADING = re.compile(r"^\s*(?P<label>[A-Za-z+/][\w+/ .-]{0,30}?)\s*:\s*(?P<rest>.*)$")
+# "== without async reclaim ==": a heading between rules, no colon
+_RULED = re.compile(
+    r"^\s*(?P<rule>==+|--+|\*\*+)\s*(?P<label>[A-Za-z+/][\w+/ .-]{0,40}?)\s*(?P=rule)\s*$"
+)
 _NAME = r"[A-Za-z][\w/.-]*(?: [A-Za-z][\w/.-]*){0,3}"
 _MINSEC = r"\d+m\d+(?:\.\d+)?s"
 _VALUE = rf"(?P<value>{_MINSEC}|{NUMBER})\s*(?P<unit>[A-Za-z%][\w/%]*)?"
@@ -102,10 +107,12 @@ def find_side_blocks(
 
 def _heading(text: str) -> tuple[str, str, dict[str, float]] | None:
     """(side, label, stated changes) of a line naming a kernel alone, or None."""
-    match = _HEADING.match(normalize_text(text))
+    text = normalize_text(text)
+    ruled = _RULED.match(text)
+    match = ruled or _HEADING.match(text)
     if match is None:
         return None
-    label, rest = match.group("label").strip(), match.group("rest").strip()
+    label, rest = match.group("label").strip(), "" if ruled else match.group("rest").strip()
     side = side_of_label(label)
     if side is None or (rest and not rest.startswith(("(", "#"))):
         return None

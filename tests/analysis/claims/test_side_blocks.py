@@ -86,3 +86,18 @@ def test_time_s_minutes_and_seconds_in_a_comparison_table() -> None:
     [judged] = result.claims
     real = judged.claim.measurements[0]
     assert (real.metric, real.base, real.patched, real.unit) == ("real", 13.46, 11.771, "s")
+
+
+def test_a_heading_between_rules() -> None:
+    # KAMEZAWA Hiroyuki, memcg async reclaim (linux-mm, 2011): "'real' is in error range ;)"
+    [claim] = blocks("""\
+        == without async reclaim ==
+        real    0m6.569s
+        sys     0m0.976s
+
+        == with async reclaim ==
+        real    0m6.305s
+        sys     0m0.907s
+        """, sender="KAMEZAWA Hiroyuki <kamezawa.hiroyu@jp.fujitsu.com>")
+    assert [(m.metric, m.base, m.patched) for m in claim.measurements] == [
+        ("real", 6.569, 6.305), ("sys", 0.976, 0.907)]
