@@ -74,8 +74,11 @@ _BA_LINE = re.compile(
     rf"(?P<rest>.*)$"
 )
 _PCT_IN_PARENS = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?)\s*%\s*\)|([-+]\d+(?:\.\d+)?)\s*%")
+# "about", "around", "~" before a figure hedge it; the figure is still the one compared.
+_ABOUT = r"(?:(?:about|around|approx\.?|approximately|roughly|nearly|~)\s*)?"
 FROM_TO = re.compile(
-    rf"\bfrom\s+(?P<a>{NUMBER})\s*(?P<ua>[A-Za-z][\w/.-]*)?\s+to\s+(?P<b>{NUMBER})\s*"
+    rf"\bfrom\s+{_ABOUT}(?P<a>{NUMBER})\s*(?P<ua>[A-Za-z][\w/.-]*)?\s+to\s+{_ABOUT}"
+    rf"(?P<b>{NUMBER})\s*"
     rf"(?P<ub>[A-Za-z][\w/.-]*)?|(?P<a2>{NUMBER})\s*(?P<ua2>[A-Za-z][\w/.-]*)?\s*(?:->|→|=>)\s*"
     rf"(?P<b2>{NUMBER})\s*(?P<ub2>[A-Za-z][\w/.-]*)?"
     rf"|(?P<a3>{NUMBER})\s*(?P<ua3>[A-Za-z][\w/.-]*)?\s+(?:vs\.?|versus)\s+"

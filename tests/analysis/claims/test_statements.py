@@ -110,3 +110,16 @@ def test_mean_and_sd_with_runs_and_a_stated_interval_are_checked() -> None:
     assert (m.n, round(m.cv_base_pct, 3)) == (10, round(100 * 310.2 / 44017.78, 3))
     assert m.stated_ci_pct == (5.0, 7.0)
     assert any("does not agree with the data" in note for note in judged.judgement.notes)
+
+
+def test_from_about_x_to_about_y() -> None:
+    # Huang Ying's THP swap series (linux-mm, 2017): "improves 42% (from about 5.81GB/s to
+    # about 8.25GB/s)" was a bare 42%.
+    result = analysed("""\
+        With the patchset, the swap out throughput improves 42% (from about
+        5.81GB/s to about 8.25GB/s) in the vm-scalability swap-w-seq test case.
+        Sorting took from ~120 ms to roughly 95 ms.
+        """)
+    pairs = [(m.base, m.patched, m.unit, m.higher_is_better)
+             for c in result.claims for m in c.claim.measurements]  # fmt: skip
+    assert pairs == [(5.81, 8.25, "GB/s", True), (120, 95, "ms", False)]
