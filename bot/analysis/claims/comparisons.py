@@ -59,6 +59,7 @@ _RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", r
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
 _PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
+_SECTION = re.compile(r"^\s*[A-Za-z][^|]{0,60}:\s*$")
 _LONGEST_LINE = 500
 _BLOAT_O_METER = ("function", "old", "new", "delta")  # scripts/bloat-o-meter's heading
 _STARTS = 4  # lines of a run of table lines a table is looked for from
@@ -127,6 +128,11 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
             j += 1
             continue
         cells = _cells(text)
+        if cells is None and rows and _SECTION.match(text) and j + 1 < len(lines):
+            following = _cells(normalize_text(lines[j + 1].text))
+            if following is not None and len(following) == len(rows[-1].cells):
+                j += 1  # "With 64k mTHP:" between a table's rows names a group of them
+                continue
         if cells is None:
             break
         if rows and len(cells) != len(rows[-1].cells):
@@ -201,6 +207,8 @@ def _read(
     unit_word = unit_word if headed else None
     if tuple(n.lower() for n in names) == _BLOAT_O_METER:
         return None  # code size, function by function: no performance claim
+    if headed and len(body) >= 2 and not any(_value(c) for c in body[0].cells[1:]):
+        return _slashed(names, body[0], body[1:], _spanned(rows, lines), unit_word)
     across = _sides(names[1:]) if headed else None
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)
@@ -234,6 +242,37 @@ def _read(
             return None
         measurements.append(measurement)
     return (measurements, _spanned(rows, lines), kernels) if measurements else None
+
+
+def _slashed(
+    names: tuple[str, ...], sub: _Row, body: list[_Row], spanned: tuple[BodyLine, ...],
+    unit_word: str | None,
+) -> tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]] | None:  # fmt: skip
+    """A table whose second heading line names the sides within each column, a cell holding
+    them all (`(Before / After / Delta)` over `5258 /  5235 / -0.3%`): each column's metric
+    over each row's label. None unless every value column is so split."""
+    cases, kernels = [], None
+    for c in range(1, len(names)):
+        labels = [part.strip() for part in sub.cells[c].strip("() ").split("/")]
+        sides = _sides(labels) if len(labels) >= 2 else None
+        if sides is None:
+            return None
+        before, after, change = sides
+        kernels = kernels or (labels[before], labels[after])
+        for row in body:
+            parts = [part.strip() for part in row.cells[c].split("/")]
+            if len(parts) != len(labels):
+                return None
+            metric = " ".join(f"{names[c]} {row.cells[0]}".split())
+            cases.append(_Case(metric, parts[before], parts[after],
+                               parts[change] if change is not None else None,
+                               _unit_in(names[c]), row.line))  # fmt: skip
+    if kernels is None:
+        return None
+    measurements = [_measurement(case, kernels, unit_word) for case in cases]
+    if any(m is None for m in measurements):
+        return None
+    return [m for m in measurements if m is not None], spanned, kernels
 
 
 def _measurement(case: _Case, kernels: tuple[str, str], unit_word: str | None

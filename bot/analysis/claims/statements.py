@@ -25,7 +25,11 @@ _RUNS = [
         r"\b(?:measured|mesured|run|ran|repeated|executed|tested)\s+(\d+)\s+times\b", re.IGNORECASE
     ),
     re.compile(r"\b(\d+)\s+times\s+(?:each|per\s+\w+|average[ds]?|avg|mean)\b", re.IGNORECASE),
-    re.compile(r"\baverag\w*\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
+    re.compile(r"\b(?:averag\w*|avg)\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
+    # "12 test run for each case" (Kairui Song): the singular, when "each" or "per" follows
+    re.compile(
+        r"\b(\d+)\s+(?:test\s+|benchmark\s+)?run\s+(?:for\s+)?(?:each|per)\b", re.IGNORECASE
+    ),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
 ]
 

@@ -207,3 +207,36 @@ def test_changes_in_padded_brackets_beside_each_value() -> None:
     assert got["Swap in"][4] == 236.10
     assert claim.runs == 15
     assert all(m.cv_base_pct is None for m in claim.measurements)
+
+
+def test_sides_within_each_cell_under_a_second_heading_line() -> None:
+    # Kairui Song's swap allocator locks (linux-mm, October 2024): each cell holds before,
+    # after and delta; a group's name between the rows; two deltas are copied from another row.
+    [claim] = tables("""\
+        12 test run for each case.
+
+           make -j<NR>     |   System Time (seconds)  |   Total Time (seconds)
+         (NR / Mem / ZRAM) | (Before / After / Delta) | (Before / After / Delta)
+         With 4k pages only:
+          6 / 192M / 3G    |    5258 /  5235 / -0.3%  |    1420 /  1414 / -0.3%
+         96 / 1.5G / 10G   |   21303 / 11353 / -46.7% |     283 /   180 / -36.4%
+         With 64k mTHP:
+         48 /   1G / 7G    |    8693 /  4662 / -18.7% |     257 /   176 / -31.5%
+        """)
+    got = measured(claim)
+    assert got["System Time (seconds) 96 / 1.5G / 10G"] == (21303, 11353, "seconds", False, -46.7)
+    assert got["Total Time (seconds) 48 / 1G / 7G"] == (257, 176, "seconds", False, -31.5)
+    assert len(got) == 6 and claim.runs == 12
+    m = claim.measurements[0]
+    assert (m.base_label, m.patched_label) == ("Before", "After")
+    result = analyse_message("s", "Kairui Song <k@s.org>", textwrap.dedent("""\
+        12 test run for each case.
+
+           make -j<NR>     |   System Time (seconds)
+         (NR / Mem / ZRAM) | (Before / After / Delta)
+         48 /   1G / 7G    |    8693 /  4662 / -18.7%
+         24 / 384M / 5G    |    7091 /  5766 / -18.7%
+        """))
+    [judged] = result.claims
+    assert judged.judgement.notes == (
+        "System Time (seconds) 48 / 1G / 7G: Stated -18.7%; the numbers give -46.4%.",)

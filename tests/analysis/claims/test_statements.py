@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from bot.analysis.claims import analyse_message
+from bot.analysis.claims import analyse_message, find_run_counts
+from bot.analysis.claims.text import message_blocks
 
 
 def analysed(body: str):
@@ -123,3 +124,10 @@ def test_from_about_x_to_about_y() -> None:
     pairs = [(m.base, m.patched, m.unit, m.higher_is_better)
              for c in result.claims for m in c.claim.measurements]  # fmt: skip
     assert pairs == [(5.81, 8.25, "GB/s", True), (120, 95, "ms", False)]
+
+
+def test_run_counts_in_kairui_song_s_words() -> None:
+    for text, runs in (("12 test run for each case, it can be seen", 12),
+                       ("tiem make -j96 / 768M memcg (avg of 4 test run)", 4)):  # fmt: skip
+        [block] = message_blocks(text + "\n")
+        assert [c.runs for c in find_run_counts(block)] == [runs], text
