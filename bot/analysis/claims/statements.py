@@ -254,12 +254,18 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     found = []
     text = normalize_text(sentence.text)
     for match in _PERCENT.finditer(text):
-        if _INSIDE_INTERVAL.search(text[max(0, match.start() - 30) : match.start()]):
+        before = text[max(0, match.start() - 40) : match.start()]
+        if _INSIDE_INTERVAL.search(before[-30:]):
             continue  # the bounds of a stated interval are not changes
+        if _PARAMETER_BEFORE.search(before) or _PARAMETER_AFTER.match(text, match.end()):
+            continue  # "performance-process-100%-page_fault3", "nr_threads: 100%": a setting
         if (match.group("one") is not None and _OF_BASE.match(text, match.end())
                 and _TO_LEVEL.search(text, max(0, match.start() - 8), match.start())):
             found.append(_level(text, float(match.group("one")), match.start()))
             continue
+        if (match.group("one") is not None and _REACHED.search(before)
+                and not _A_CHANGE.search(before)):
+            continue  # "contention dropped to 4%", "vanilla stays at 70%": a level, no change
         if match.group("one") is not None:
             low = high = float(match.group("one"))
         else:
@@ -286,6 +292,24 @@ def _level(text: str, level: float, start: int) -> StatedChange:
     return StatedChange(change, change, "improvement" if (change > 0) == higher else "regression")
 
 
+# A percentage joined to words by "-", "/" or "_", or the value of a key_name: a setting of the
+# test (lkp's "performance-process-100%-page_fault3", "nr_threads: 100%").
+# ... unless what reached it is itself a change: "the regression is reduced to ~3.9%".
+_A_CHANGE = re.compile(
+    r"\b(?:regression|improvement|gain|slowdown|speed-?up|overhead|degradation)s?\b[^.;,]*$",
+    re.IGNORECASE,
+)
+_PARAMETER_BEFORE = re.compile(r"(?:\w[-/_]|\b[a-z]+_[a-z_]+:\s*)$")
+_PARAMETER_AFTER = re.compile(r"[-/_]\w")
+# A level a quantity reached or stays at, not a change: "lock contention dropped to 4%", "the
+# success rate will drop to 36% while vanilla could maintain at about 70%".
+_REACHED = re.compile(
+    r"\b(?:(?:drop\w*|fell|fall\w*|decreas\w*|reduc\w*|increas\w*|rose|rise[ns]?|rising|grew|"
+    r"grow\w*|went|goes|climb\w*|jump\w*|cut|brought|lower\w*|rais\w*)\s+(?:down\s+|up\s+)?to"
+    r"|(?:maintain\w*|stay\w*|remain\w*|keeps?|kept|stuck|sits?|holds?)\s+at)"
+    r"\s*(?:about|around|roughly|approximately|~)?\s*$",
+    re.IGNORECASE,
+)
 # "reduce to 60% of origial algorithm", "runs at 95% of the baseline": a level, not a change;
 # "fills up to 90% of memory" is neither.
 _TO_LEVEL = re.compile(r"\b(?:to|at)\s*~?\s*$", re.IGNORECASE)

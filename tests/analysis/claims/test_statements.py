@@ -131,3 +131,21 @@ def test_run_counts_in_kairui_song_s_words() -> None:
                        ("tiem make -j96 / 768M memcg (avg of 4 test run)", 4)):  # fmt: skip
         [block] = message_blocks(text + "\n")
         assert [c.runs for c in find_run_counts(block)] == [runs], text
+
+
+def test_a_level_reached_and_a_test_s_setting_are_no_changes() -> None:
+    # Aaron Lu's zone->lock series (linux-mm, 2018) and lkp's job parameters.
+    result = analysed("""\
+        With this approach, the lock contention on free path dropped to 4% but
+        allocation side still has as high as 43% lock contention.
+
+        If I set the delay to 1ms, the success rate of this patch will drop to 36%
+        while vanilla could maintain at about 70%.
+
+        tests: 1
+        testcase/path_params/tbox_group/run: will-it-scale/performance-process-100%-page_fault3
+
+        The regression is reduced to ~3.9%.
+        """)
+    changes = [(c.claim.change.low_pct, c.claim.change.direction) for c in result.claims]
+    assert changes == [(43, None), (3.9, "regression")]
