@@ -342,6 +342,23 @@ def _before_after_claim(
     )
 
 
+# The words of a "X vs Y" sentence say which value is the patched kernel's: "it indeed took
+# longer to finish the test: 244s vs 218s" puts the patched kernel's time first.
+_WORSE_WORDS = re.compile(r"\b(?:longer|slower|worse|more time)\b", re.IGNORECASE)
+_BETTER_WORDS = re.compile(r"\b(?:shorter|faster|quicker|better|less time)\b", re.IGNORECASE)
+
+
+def _patched_first(text: str, first: float, second: float, higher: bool | None) -> bool:
+    """Whether "first vs second" lists the patched kernel first, as its words say; False when
+    they say nothing or both ways."""
+    worse, better = bool(_WORSE_WORDS.search(text)), bool(_BETTER_WORDS.search(text))
+    if higher is None or worse == better or first == second:
+        return False
+    # The patched value is the better one when the words praise it, the worse when they don't.
+    patched_is_larger = better == higher
+    return (first > second) == patched_is_larger
+
+
 def _from_to_claim(
     match: re.Match[str],
     sentence: Sentence,
@@ -364,6 +381,9 @@ def _from_to_claim(
         return None
     direction_known = higher_is_better(unit, benchmarks)
     before, after = parse_number(a), parse_number(b)
+    if match.group("a3") and before and after and _patched_first(sentence.text, before, after,
+                                                                 direction_known):
+        before, after = after, before
     if not before:
         return None
     pair = BeforeAfter("from", before, "to", after, unit, None, direction_known)

@@ -149,3 +149,14 @@ def test_a_level_reached_and_a_test_s_setting_are_no_changes() -> None:
         """)
     changes = [(c.claim.change.low_pct, c.claim.change.direction) for c in result.claims]
     assert changes == [(43, None), (3.9, "regression")]
+
+
+def test_the_words_of_a_vs_pair_say_which_kernel_comes_first() -> None:
+    # Aaron Lu (linux-mm, 2018): the patched kernel's time first, "took longer".
+    result = analysed("""\
+        Note that it indeed took longer to finish the test: 244s vs 218s.
+
+        The patched kernel is faster: 12.1 ms vs 13.4 ms.
+        """)
+    pairs = [(m.base, m.patched) for c in result.claims for m in c.claim.measurements]
+    assert pairs == [(218, 244), (13.4, 12.1)]
