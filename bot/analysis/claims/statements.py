@@ -263,7 +263,7 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
                 and _TO_LEVEL.search(text, max(0, match.start() - 8), match.start())):
             found.append(_level(text, float(match.group("one")), match.start()))
             continue
-        if (match.group("one") is not None and _REACHED.search(before)
+        if (match.group("one") is not None and (_REACHED.search(before) or _SHARE.search(before))
                 and not _A_CHANGE.search(before)):
             continue  # "contention dropped to 4%", "vanilla stays at 70%": a level, no change
         if match.group("one") is not None:
@@ -294,6 +294,12 @@ def _level(text: str, level: float, start: int) -> StatedChange:
 
 # A percentage joined to words by "-", "/" or "_", or the value of a key_name: a setting of the
 # test (lkp's "performance-process-100%-page_fault3", "nr_threads: 100%").
+# A share of the machine a function or task takes: "ptep_clear_flush() takes 5.36% CPU".
+_SHARE = re.compile(
+    r"\b(?:takes?|took|taking|uses?|used|using|consum\w*|spends?|spent|accounts?\s+for|"
+    r"occup\w*)\s*(?:about|around|roughly|~)?\s*$",
+    re.IGNORECASE,
+)
 # ... unless what reached it is itself a change: "the regression is reduced to ~3.9%".
 _A_CHANGE = re.compile(
     r"\b(?:regression|improvement|gain|slowdown|speed-?up|overhead|degradation)s?\b[^.;,]*$",
