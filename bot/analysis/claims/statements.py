@@ -185,7 +185,7 @@ def before_after_pairs(block: Block, skip: set[int]) -> list[tuple[LabelledValue
 # Percentages in sentences
 
 _PERCENT = re.compile(
-    r"(?<![\w.])(?P<lo>[-+]?\d+(?:\.\d+)?)\s?%?(?:\s?[-–~]\s?|\s+to\s+)(?P<hi>\d+(?:\.\d+)?)\s*%"
+    r"(?<![\w.])(?P<lo>[-+]?\d+(?:\.\d+)?)\s?%?(?:\s?[-–~]\s?|\s+to\s+~?)(?P<hi>\d+(?:\.\d+)?)\s*%"
     r"|(?<![\w.])(?P<one>[-+]?\d+(?:\.\d+)?)\s*%"
 )
 _IMPROVEMENT = re.compile(

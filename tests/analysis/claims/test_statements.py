@@ -162,3 +162,10 @@ def test_the_words_of_a_vs_pair_say_which_kernel_comes_first() -> None:
         """)
     pairs = [(m.base, m.patched) for c in result.claims for m in c.claim.measurements]
     assert pairs == [(218, 244), (13.4, 12.1)]
+
+
+def test_a_range_with_hedged_bounds() -> None:
+    # Zi Yan's folio compaction cover letter (linux-mm, 2024)
+    result = analysed("the others see ~4% to ~26% performance boost under default LRU\n")
+    [(low, high)] = [(c.claim.change.low_pct, c.claim.change.high_pct) for c in result.claims]
+    assert (low, high) == (4, 26)
