@@ -31,3 +31,33 @@ def test_a_change_the_heading_of_a_side_block_states_is_mentioned() -> None:
         """)
     result = analyse_message("s", "a <a@b.c>", body)
     assert [u.metric for u in result.unmentioned] == ["User time"]
+
+
+def test_a_table_shown_whole_keeps_nothing_quiet() -> None:
+    # Mel Gorman's compaction cover letter (linux-mm, 2019): the words speak of "latencies" and
+    # name no row; the rows are what he shows, not changes beside the ones he wrote about.
+    body = textwrap.dedent("""\
+        The overall impact on latencies for a 1-socket machine is
+
+        \t\t\t\t      baseline\t\t      patches
+        Amean     fault-both-3      5362.80 (   0.00%)     4446.89 *  17.08%*
+        Amean     fault-both-18    12057.72 (   0.00%)    19013.48 * -57.69%*
+
+        While there is a glitch at the 18-thread mark, it's known.
+        """)
+    assert analyse_message("s", "Mel <mel@example.org>", body).unmentioned == ()
+
+
+def test_a_row_named_by_the_figure_a_sentence_states() -> None:
+    # Mel Gorman's per-cpu batch series (linux-mm, 2019): mmtests' kernbench rows are "syst-256"
+    # and "elsp-256"; the words give their changes, not their names. "user-256" went unsaid.
+    body = textwrap.dedent("""\
+        The patch reduces system CPU usage by 69.16% and total build time by 27.06%.
+
+                                  vanilla             patched
+        Amean     user-256    13249.50 (   0.00%)    15928.40 * -20.22%*
+        Amean     syst-256    14760.30 (   0.00%)     4551.77 *  69.16%*
+        Amean     elsp-256      162.42 (   0.00%)      118.46 *  27.06%*
+        """)
+    result = analyse_message("s", "Mel <mel@example.org>", body)
+    assert [u.metric for u in result.unmentioned] == ["user-256"]
