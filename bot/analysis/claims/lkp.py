@@ -38,9 +38,10 @@ from bot.analysis.claims.text import Block, BodyLine
 _HEADER = re.compile(r"%stddev\s+%?change\s+%stddev")
 # lkp prints no "± x%" for a spread of this much or less (percent of the mean).
 BLANK_CV_MAX = 2.0
-# "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers, "__" what
-# some archives made of it. A single run's spread was once printed as "-1%".
-_VALUE = rf"(?P<vI>{NUMBER})(?:\s*(?:[±ą]|__)\s*(?P<sI>-?\d+(?:\.\d+)?)%)?"
+# "± 3%" as printed; "ą" is the same byte (0xB1) read as ISO-8859-2 by some mailers, "Â±" its
+# UTF-8 read as Latin-1, "A+-" and "__" what transliterating mailers and archives made of it.
+# A single run's spread was once printed as "-1%".
+_VALUE = rf"(?P<vI>{NUMBER})(?:\s*(?:Â?±|ą|__|A?\+-)\s*(?P<sI>-?\d+(?:\.\d+)?)%)?"
 _CHANGE = r"(?P<cI>[-+]\d+(?:\.\d+)?(?:e[-+]?\d+)?%?)"
 
 

@@ -149,6 +149,24 @@ def test_rows_quoted_without_their_heading_are_read() -> None:
     assert judged.claim.speaker.quote_depth == 2
 
 
+def test_the_plus_minus_sign_as_mailers_transliterate_it() -> None:
+    # Huang Ying's THP swap series (linux-mm, 2016): "A+-" for "±"; and UTF-8 read as Latin-1.
+    for sign in ("A+-", "Â±"):
+        body = textwrap.dedent(f"""\
+            base             base+patchset
+            ---------------- --------------------------
+                     %stddev     %change         %stddev
+                         \\          |                \\
+               2460636 {sign}  1%     +10.6%    2720983 {sign}  1%  vm-scalability.throughput
+                308.79 {sign}  1%      -7.9%     284.53 {sign}  1%  vm-scalability.time.elapsed_time
+            """)
+        [judged] = analyse_message("s", "Huang Ying <ying.huang@intel.com>", body).claims
+        throughput, elapsed = judged.claim.measurements
+        assert (throughput.base, throughput.patched) == (2460636, 2720983)
+        assert throughput.cv_base_pct == 1
+        assert elapsed.higher_is_better is False, sign
+
+
 def test_one_row_alone_or_rows_naming_no_stat_are_not_lkp() -> None:
     one = ">    2506952 ±  2%     +28.1%    3212076 ±  7%  vm-scalability.throughput\n"
     plain = "  10     +5%     12   runs\n  11     +4%     13   more\n"
