@@ -130,13 +130,13 @@ _NEUTRAL_NAME = re.compile(
 )
 _LOWER_NAME = re.compile(
     r"latenc|\blat\b|clat|elapsed|\belsp|\bsyst?\b|_time\b|\btime\b|duration|wall|runtime|"
-    r"\bamean\b|msec|usec|task-clock|\bcycles\b|\bsecs?\b",
+    r"\bamean\b|msec|usec|task-clock|\bcycles\b|\bsecs?\b|memory (?:usage|footprint|consumption)",
     re.IGNORECASE,
 )
 _HIGHER_NAME = re.compile(
     r"throughput|\btput|_ops\b|\bops\b|ops_per_sec|bogo|bandwidth|\bbw\b|iops|score|"
     r"jobs.per.min|\bworkload\b|\btps\b|\brps\b|records|transactions|\bmedian\b|per_sec|"
-    r"\bprocesses\b|\bthreads\b",
+    r"\bprocesses\b|\bthreads\b|\bperformance\b",
     re.IGNORECASE,
 )
 

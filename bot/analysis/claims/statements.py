@@ -192,6 +192,13 @@ _IMPROVEMENT = re.compile(
     r"\b(?:improv\w*|gain\w*|faster|speed-?ups?|boost\w*|better|increas\w*|higher throughput)\b",
     re.IGNORECASE,
 )
+# The words that say a change is for the better on their own; "increase" is not one of them.
+_BETTER = re.compile(
+    r"\b(?:improv\w*|gain\w*|faster|speed-?ups?|boost\w*|better|higher throughput)\b",
+    re.IGNORECASE,
+)
+_ROSE = re.compile(r"\bincreas\w*", re.IGNORECASE)
+_OF_WHAT = re.compile(r"\s+(?:in|of)\s+(?:the\s+)?([\w -]{1,40})")
 _REGRESSION = re.compile(
     r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss|lose|lost|"
     r"overhead|penalty)\b",
@@ -215,13 +222,20 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|while|whereas|although|and)\s+", re.IGN
 
 def _direction(text: str) -> str | None:
     text = _EXPLAINS.sub(" ", text)
-    better, worse = bool(_IMPROVEMENT.search(text)), bool(_REGRESSION.search(text))
+    better, worse = bool(_BETTER.search(text)), bool(_REGRESSION.search(text))
     fell = _FELL.search(text)
     if fell is not None:
         if named_before(text, fell.start()) is False:  # lower is better
             better = True
         else:
             worse = True
+    rose = _ROSE.search(text)
+    if rose is not None:
+        # "an increase in memory usage" is no improvement: what rose says which it is
+        after = _OF_WHAT.match(text, rose.end())
+        higher = named_before(after.group(1), len(after.group(1))) if after else None
+        higher = higher if higher is not None else named_before(text, rose.start())
+        better, worse = better or higher is True, worse or higher is False
     if better == worse:
         return None
     return "improvement" if better else "regression"

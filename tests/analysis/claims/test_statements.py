@@ -169,3 +169,17 @@ def test_a_range_with_hedged_bounds() -> None:
     result = analysed("the others see ~4% to ~26% performance boost under default LRU\n")
     [(low, high)] = [(c.claim.change.low_pct, c.claim.change.high_pct) for c in result.claims]
     assert (low, high) == (4, 26)
+
+
+def test_an_increase_is_as_good_as_what_increased() -> None:
+    # Hyeonggon Yoo's SLOB series (linux-mm, 2021): "13% increase in memory usage" is a cost.
+    result = analysed("""\
+        With 13% increase in memory usage, it's nine times faster than before.
+
+        The IOPS increased by 8% with the series.
+
+        We see a 90% performance increase on tlb shootdown.
+        """)
+    directions = [(c.claim.change.low_pct, c.claim.change.direction) for c in result.claims
+                  if c.claim.kind == "percentage"]  # fmt: skip
+    assert directions == [(13, "regression"), (8, "improvement"), (90, "improvement")]
