@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
 from bot.analysis.claims.model import ResultTable, TableColumn
 from bot.analysis.claims.numbers import Budget, normalize_text
+from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
 _SEPARATOR = re.compile(r"^\s*[=\-_+|*~]{3,}[\s=\-_+|*~]*$")
@@ -131,9 +132,10 @@ def _numbers(text: str) -> list[float] | None:
     return [float(w) for w in words]
 
 
-# "base:    12.31 12.40 12.28 12.35 12.33": one kernel's runs on one line, kernels as rows.
+# "base:    12.31 12.40 12.28 12.35 12.33": one kernel's runs on one line, kernels as rows; a
+# label may start with a digit ("6.8.0-rc1:") but holds a letter.
 _KERNEL_ROW = re.compile(
-    r"^\s*(?P<label>[A-Za-z][\w.+/()-]*(?: [\w.+/()-]+){0,3})\s*[:=]?\s+"
+    r"^\s*(?P<label>(?=[\w.+/()-]*[A-Za-z])[A-Za-z0-9][\w.+/()-]*(?: [\w.+/()-]+){0,3})\s*[:=]?\s+"
     r"(?P<runs>[-+]?\d[\d.]*(?:[ ,]+[-+]?\d[\d.]*){2,})\s*(?P<unit>[A-Za-z/]+)?\s*$"
 )
 
@@ -149,9 +151,27 @@ def _kernel_row_tables(
         if row and (not group or len(row[1]) == len(group[0][2])):
             group.append((line, *row))  # type: ignore[arg-type]
             continue
-        if len(group) >= 2 and not SUMMARY_LABEL.match(group[0][1]):
+        if len(group) >= 2 and not SUMMARY_LABEL.match(group[0][1]) and _kernels(group):
             yield _rows_table(group, benchmarks)
         group = [(line, *row)] if row and line is not None else []  # type: ignore[list-item]
+
+
+# What a kernel's name looks like when it names no side: a version, a tree, a patch.
+_KERNELISH = re.compile(
+    r"\d+\.\d+|\brc\d|\bv\d|kernel|patch|linux|\bmm-|next|tip|mainline|stable|upstream|"
+    r"\bhead\b|\bgit\b|[0-9a-f]{7,40}",
+    re.IGNORECASE,
+)
+
+
+def _kernels(group: Sequence[tuple[BodyLine, str, tuple[float, ...], str | None]]) -> bool:
+    """Whether the rows' labels name kernels: one names a side ("base:", "w/ patch") or each
+    looks like a kernel's name ("6.8.0-rc1:", "mm-unstable+patch"). Rows of counters over
+    four setups ("memcg_swap_fail", "sys time (sec)") are no kernels' runs."""
+    labels = [label for _, label, _, _ in group]
+    return any(side_of_label(label) for label in labels) or all(
+        _KERNELISH.search(label) for label in labels
+    )
 
 
 def _kernel_row(line: BodyLine) -> tuple[str, tuple[float, ...], str | None] | None:
@@ -161,10 +181,23 @@ def _kernel_row(line: BodyLine) -> tuple[str, tuple[float, ...], str | None] | N
     match = _KERNEL_ROW.match(text)
     if not match or _RUN_LABEL.match(text) or SUMMARY_LABEL.match(match.group("label")):
         return None
-    values = [float(v) for v in re.split(r"[ ,]+", match.group("runs").strip()) if _FLOAT.match(v)]
+    values = _run_values(match.group("runs"))
     if len(values) < 3:
         return None
     return match.group("label").strip(), tuple(values), match.group("unit")
+
+
+_GROUPED = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")  # "132,743": one number
+
+
+def _run_values(text: str) -> list[float]:
+    """The runs of a kernel's row: split on blanks and on ", ", and on a bare comma unless it
+    groups thousands ("132,743 169,825" is two runs, "12.31,12.40" two)."""
+    values = []
+    for token in re.split(r",?\s+", text.strip()):
+        parts = [token.replace(",", "")] if _GROUPED.match(token) else token.split(",")
+        values += [float(v) for v in parts if _FLOAT.match(v)]
+    return values
 
 
 def _rows_table(

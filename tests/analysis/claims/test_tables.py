@@ -75,3 +75,27 @@ def test_a_table_of_one_comparison_says_so_in_words() -> None:
     )
     assert same.judgement.summary.startswith("The comparison does not show a change at 5% (")
     assert faster.judgement.summary.startswith("The comparison shows a change at 5% (")
+
+
+def test_rows_of_counters_over_setups_are_no_kernels_runs() -> None:
+    # Kanchana P Sridhar's zswap mTHP tables (linux-mm, 2024): a metric a row, a setup a column.
+    body = textwrap.dedent("""\
+         elapsed time (sec)         343.70       107.40        84.34
+         sys time (sec)             269.30     2,520.13     1,696.20
+         memcg.high breaches       443,672      475,074      623,333
+         memcg_high          132,743      169,825     148,075     192,744
+         memcg_swap_fail     639,067      841,553       2,204       2,215
+        """)
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert [j.claim.kind for j in result.claims if j.claim.kind == "table"] == []
+
+
+def test_a_kernel_s_runs_with_thousands_grouped() -> None:
+    body = textwrap.dedent("""\
+        6.8.0-rc1:          132,743 169,825 148,075 192,744
+        6.8.0-rc1+series:   139,067 171,553 152,204 195,215
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    base, patched = judged.claim.table.columns
+    assert base.samples == (132743, 169825, 148075, 192744)
+    assert (base.kernel, patched.kernel) == ("6.8.0-rc1", "6.8.0-rc1+series")
