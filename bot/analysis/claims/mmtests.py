@@ -107,6 +107,8 @@ def _kernel_names(
     names: list[str] | None = None
     for k in range(i - 1, max(-1, i - 3), -1):
         words = lines[k].text.split()
+        if len(words) != ncols:  # "before (9cd6ffa6025)  after (f1a7941243c1)"
+            words = re.split(r"\s{2,}", lines[k].text.strip())
         if len(words) != ncols:
             break
         heading.insert(0, lines[k])
@@ -130,9 +132,12 @@ def _label(
     cells, line = stats[primary]
     base = cells[0]
     cv = _spreads(stats, [c.value for c in cells])
+    # The first column's gain is 0.00% against itself; any other figure there means the gains
+    # are against a kernel the paste left out, and say nothing of these two.
+    own_base = abs(base.gain) < 0.005
     found = []
     for col in range(1, len(cells)):
-        cell = cells[col]
+        cell = cells[col] if own_base else _Cell(cells[col].value, 0.0, False)
         higher = _direction(base.value, cell, label, primary)
         found.append(
             Measurement(
@@ -147,9 +152,9 @@ def _label(
                 if cv
                 else None,
                 higher_is_better=higher,
-                stated_pct=cell.gain,
-                stated_kind="gain",
-                marked_significant=cell.starred,
+                stated_pct=cell.gain if own_base else None,
+                stated_kind="gain" if own_base else None,
+                marked_significant=cell.starred if own_base else None,
                 base_label=names[0] if names else "base",
                 patched_label=names[col] if col < len(names) else f"patched{col}",
                 line=line,

@@ -75,3 +75,20 @@ def test_thpscale_s_percentage_rows_are_its_success_rates() -> None:
     assert (rates["huge-3"].base, rates["huge-3"].patched) == (70.93, 98.30)
     assert rates["huge-3"].higher_is_better is True
     assert (rates["huge-18"].base_label, rates["huge-18"].patched_label) == ("baseline", "patches")
+
+
+def test_gains_against_a_kernel_the_paste_left_out_say_nothing_of_these_two() -> None:
+    # Jan Kara's git 'make test' (linux-mm, 2024): the first column's gain is not 0.00%, so
+    # mmtests compared both with a third kernel not shown.
+    body = textwrap.dedent("""\
+                               before (9cd6ffa6025)  after (f1a7941243c1)
+        Amean     User         471.12 *   0.30%*     481.77 *  -1.96%*
+        Amean     Elapsed      709.22 *   0.45%*     742.27 *  -4.19%*
+        """)
+    [judged] = analyse_message("s", "Jan Kara <jack@suse.cz>", body).claims
+    elapsed = judged.claim.measurements[1]
+    assert (elapsed.base_label, elapsed.patched_label) == (
+        "before (9cd6ffa6025)", "after (f1a7941243c1)")
+    assert elapsed.stated_pct is None and elapsed.marked_significant is None
+    assert elapsed.higher_is_better is False  # from its name: a time
+    assert judged.judgement.notes == ()
