@@ -14,6 +14,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 
 from bot.analysis.claims.benchmarks import (
     benchmarks_in,
@@ -91,9 +92,9 @@ def _block_claims(
             measurements = [_with_runs(m, runs) for m in measurements]
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
             used.update(line.number for line in lines)
-    for measurements, lines, kernels in find_tool_sections(_without(block, used), None, budget):
-        runs = _count_before(lines[0].number, prose_counts)
-        measurements = [_with_runs(m, runs) for m in measurements]
+    runs_at = partial(_count_before, counts=prose_counts)
+    for measurements, lines, kernels in find_tool_sections(_without(block, used), runs_at,
+                                                           budget):  # fmt: skip
         if measurements:
             layout = _section_layout(lines)
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
@@ -192,7 +193,8 @@ def _with_runs(m: Measurement, runs: int | None) -> Measurement:
 
 def _section_layout(lines: Sequence[BodyLine]) -> str:
     text = " ".join(line.text for line in lines[:3])
-    for layout, marker in (("perf stat", "Performance counter stats"), ("kernbench", "load"),
+    for layout, marker in (("perf stat", "Performance counter stats"),
+                           ("perf stat", "seconds time elapsed"), ("kernbench", "load"),
                            ("fio", "groupid="), ("stress-ng", "stress-ng")):  # fmt: skip
         if marker in text:
             return layout

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bot.analysis.claims.benchmarks import higher_is_better, metric_higher_is_better
@@ -61,6 +61,9 @@ _MEAN_SD = re.compile(
     rf"(?P<sd>{NUMBER})\s*(?P<pct>%)?\s*(?P<unit>[A-Za-z/µ]+)?\s*"
     r"(?:\(\s*n\s*=\s*(?P<n>\d+)\s*\)|,?\s*(?P<n2>\d+)\s+runs)?\s*$"
 )
+_LABELLED_PERF = re.compile(
+    r"^\s*(?P<label>[A-Za-z0-9][\w.+/ -]{0,40}?)\s*:\s+(?P<row>\S.*time elapsed.*)$"
+)
 _SIDE_LINE = re.compile(r"^\s*(?:\[)?(?P<label>[\w.+/ -]{1,60}?)\s*(?:\])?\s*:\s*$")
 
 
@@ -74,6 +77,7 @@ class _Record:
     n: int | None = None
     source: str | None = None
     higher: bool | None = None
+    sem: float | None = None  # perf stat's "( +- x% )": the mean's standard error, percent
 
 
 @dataclass
@@ -86,9 +90,11 @@ class _Section:
 
 
 def find_tool_sections(
-    block: Block, runs: int | None, budget: Budget
+    block: Block, runs_at: Callable[[int], int | None], budget: Budget
 ) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
-    """(measurements, lines, kernel labels) for each pair of same-kind sections in the block."""
+    """(measurements, lines, kernel labels) for each pair of same-kind sections in the block;
+    `runs_at(line number)` is the run count the text states above a line, for the tools that
+    print none (perf stat's summary line without its "(10 runs)" heading)."""
     sections: list[_Section] = []
     pending_label: str | None = None
     current: _Section | None = None
@@ -103,6 +109,25 @@ def find_tool_sections(
             current.lines.append(line)
             sections.append(current)
             pending_label = None
+            continue
+        labelled = _LABELLED_PERF.match(text)
+        if labelled and _PERF_ROW.match(labelled.group("row")):
+            # "mm-unstable:   146.88 +- 6.54 seconds time elapsed  ( +-  4.45% )": perf stat's
+            # summary under a kernel's name; two such lines in a row are one comparison.
+            previous = sections[-1] if sections else None
+            paired = (previous is not None and previous.kind.startswith("perf stat line")
+                      and len(previous.lines) == 1 and previous.label != labelled.group("label")
+                      and line.number - previous.lines[0].number <= 2
+                      and sum(s.kind == previous.kind for s in sections) == 1)  # fmt: skip
+            kind = previous.kind if paired and previous else f"perf stat line {len(sections)}"
+            current = _Section(kind, labelled.group("label").strip(), None)
+            probe = _Section("perf stat", current.label, None)
+            parsed = _record(labelled.group("row"), line, probe)
+            if parsed is not None:
+                current.records[parsed[0]] = parsed[1]
+                current.lines.append(line)
+                sections.append(current)
+            current = None
             continue
         side = _SIDE_LINE.match(text)
         if (
@@ -123,7 +148,7 @@ def find_tool_sections(
             pending_label = None
         current.records.setdefault(name, record)
         current.lines.append(line)
-    return _pair(sections, runs)
+    return _pair(sections, runs_at)
 
 
 def _heading(text: str, label: str | None) -> _Section | None:
@@ -152,7 +177,7 @@ def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _
         if unit in ("seconds", "sec"):
             name = f"seconds {name}"  # perf's own words: "seconds time elapsed", "seconds user"
         higher = False if unit else None
-        return name, _Record(value, line, unit, None, cv, n, "perf stat +- (sem)", higher)
+        return name, _Record(value, line, unit, None, cv, n, "perf stat +- (sem)", higher, sem)
     if kind.startswith("kernbench") and (m := _KERNBENCH_ROW.match(text)):
         value, sd = to_float(m.group("v")), to_float(m.group("sd"))
         if value is None:
@@ -193,7 +218,7 @@ def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _
 
 
 def _pair(
-    sections: Sequence[_Section], runs: int | None
+    sections: Sequence[_Section], runs_at: Callable[[int], int | None]
 ) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
     by_kind: dict[str, list[_Section]] = {}
     for section in sections:
@@ -206,6 +231,7 @@ def _pair(
         group = sorted(group, key=lambda s: side_of_label(s.label) == "after")
         base = group[0]
         for other in group[1:]:
+            runs = runs_at(base.lines[0].number) if base.lines else None
             measurements = [
                 _measurement(name, base, other, runs)
                 for name in base.records
@@ -219,17 +245,22 @@ def _pair(
 def _measurement(name: str, base: _Section, other: _Section, runs: int | None) -> Measurement:
     a, b = base.records[name], other.records[name]
     unit = a.unit or b.unit
+    n_base, n_patched = a.n or base.n or runs, b.n or other.n or runs
+    # perf stat's relative standard error of the mean, with the run count the text states
+    cv_a = a.cv if a.cv is not None or a.sem is None or not n_base else a.sem * math.sqrt(n_base)
+    cv_b = b.cv if b.cv is not None or b.sem is None or not n_patched else (
+        b.sem * math.sqrt(n_patched))
     higher = a.higher if a.higher is not None else higher_is_better(unit)
     return Measurement(
         metric=name,
         base=a.value,
         patched=b.value,
         unit=unit,
-        n_base=a.n or base.n or runs,
-        n_patched=b.n or other.n or runs,
-        cv_base_pct=a.cv,
-        cv_patched_pct=b.cv,
-        spread_source=a.source if a.cv is not None or b.cv is not None else None,
+        n_base=n_base,
+        n_patched=n_patched,
+        cv_base_pct=cv_a,
+        cv_patched_pct=cv_b,
+        spread_source=a.source if cv_a is not None or cv_b is not None else None,
         higher_is_better=higher,
         base_label=base.label or "base",
         patched_label=other.label or "patched",

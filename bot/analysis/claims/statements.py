@@ -31,6 +31,7 @@ _RUNS = [
         r"\b(\d+)\s+(?:test\s+|benchmark\s+)?run\s+(?:for\s+)?(?:each|per)\b", re.IGNORECASE
     ),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
+    re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b"),
 ]
 
 
@@ -46,8 +47,9 @@ def find_run_counts(block: Block) -> list[RunCount]:
     for line in block.lines:
         for pattern in _RUNS:
             match = pattern.search(line.text)
-            if match and 2 <= int(match.group(1)) <= 10000:
-                found.append(RunCount(int(match.group(1)), line))
+            runs = int(next(g for g in match.groups() if g)) if match else 0
+            if 2 <= runs <= 10000:
+                found.append(RunCount(runs, line))
                 break
     return found
 

@@ -70,3 +70,28 @@ def test_kernbench_brackets_are_standard_deviations_and_user_time_is_not_mention
     [unmentioned] = result.unmentioned
     assert unmentioned.metric == "User Time" and unmentioned.verdict == "regression"
     assert round(unmentioned.change_pct) == 15
+
+
+def test_perf_stat_summary_lines_under_each_kernel_s_name() -> None:
+    # David Hildenbrand's autonumabench (linux-mm, 2022): the run count in the command line,
+    # each kernel's "time elapsed" line under its name, two benchmarks one after the other.
+    body = textwrap.dedent("""\
+        I ran autonumabench on a system with 2 NUMA nodes via:
+        \tperf stat --null --repeat 10
+
+        numa01:
+        \tmm-unstable:   146.88 +- 6.54 seconds time elapsed  ( +-  4.45% )
+        \tmm-unstable++: 147.45 +- 13.39 seconds time elapsed  ( +-  9.08% )
+
+        numa02:
+        \tmm-unstable:   16.0300 +- 0.0624 seconds time elapsed  ( +-  0.39% )
+        \tmm-unstable++: 16.1281 +- 0.0945 seconds time elapsed  ( +-  0.59% )
+        """)
+    result = analyse_message("s", "David Hildenbrand <david@redhat.com>", body)
+    claims = [j for j in result.claims if j.claim.kind == "summary"]
+    assert [j.claim.layout for j in claims] == ["perf stat", "perf stat"]
+    numa02 = claims[1].claim.measurements[0]
+    assert (numa02.base, numa02.patched, numa02.n_base) == (16.03, 16.1281, 10)
+    assert (numa02.base_label, numa02.patched_label) == ("mm-unstable", "mm-unstable++")
+    assert round(numa02.cv_base_pct, 3) == round(0.39 * 10**0.5, 3)
+    assert claims[1].judgement.measurements[0].verdict == "inconclusive"
