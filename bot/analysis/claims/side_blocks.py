@@ -51,6 +51,17 @@ _PAIR = re.compile(rf"(?P<name>{_NAME})\s*:\s*{_VALUE}\s*(?:,|$)")
 _SPACED = re.compile(rf"^\s*(?P<name>{_NAME})\s+{_VALUE}(?:\s*:\s*(?P<runs>[\d.\s]+))?\s*$")
 _NUMBERS = re.compile(r"^\s*\d+(?:\.\d+)?(?:\s+\d+(?:\.\d+)?)*\s*$")
 _STATED = re.compile(r"(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s+(?P<name>[A-Za-z][\w ]*?)\s*(?=[,)]|$)")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+# One metric of several on a line: "sys time: 6121.0s", "swpout:449548", "sys time 5527.9s".
+_INLINE = re.compile(
+    rf"\s*(?P<name>[A-Za-z0-9][\w/.-]*(?: [A-Za-z][\w/.-]*)*?)\s*:?\s*{_VALUE}(?=[\s,;]|$)[\s,;]*"
+)
+# "real: mean: 125.1s, stdev: 0.12s"
+_MEAN_SD = re.compile(
+    rf"^\s*(?P<name>{_NAME})\s*:\s*mean\s*:?\s*{_VALUE}\s*,?\s*(?:stdev|stddev|std|sd)\s*:?\s*"
+    rf"(?P<sd>{NUMBER})\s*[A-Za-z]*\s*$",
+    re.IGNORECASE,
+)
 _GAP_LINES = 12  # lines between a side's metrics and the other side's heading at most
 _TIME_OUTPUT = {"real", "user", "sys", "system"}  # `time`'s lines: seconds
 
@@ -60,6 +71,7 @@ class _Value:
     value: float
     unit: str | None
     runs: tuple[float, ...]
+    sd: float | None = None  # "mean: 125.1s, stdev: 0.12s": the spread over the runs
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,10 @@ def find_side_blocks(
         if side is None:
             i += 1
             continue
-        values, end = _metrics(lines, i + 1, budget)
+        if side[3]:
+            values, end = _inline(side[3], lines[i]), i + 1
+        else:
+            values, end = _metrics(lines, i + 1, budget)
         if values:
             sides.append((i, end, _Side(side[0], side[1], side[2], values,
                                         tuple(lines[i:end]))))  # fmt: skip
@@ -105,20 +120,27 @@ def find_side_blocks(
     return found
 
 
-def _heading(text: str) -> tuple[str, str, dict[str, float]] | None:
-    """(side, label, stated changes) of a line naming a kernel alone, or None."""
+def _heading(text: str) -> tuple[str, str, dict[str, float], str] | None:
+    """(side, label, stated changes, metrics on the line itself) of a line naming a kernel, or
+    None."""
     text = normalize_text(text)
     ruled = _RULED.match(text)
     match = ruled or _HEADING.match(text)
     if match is None:
         return None
     label, rest = match.group("label").strip(), "" if ruled else match.group("rest").strip()
-    side = side_of_label(label)
-    if side is None or (rest and not rest.startswith(("(", "#"))):
+    side = side_of_label(_ARTICLE.sub("", label))  # "The old scheme:"
+    if side is None:
         return None
+    if rest and not rest.startswith(("(", "#")):
+        # "Before: sys time: 6121.0s  64kB/swpout: 1638155": the metrics on the line
+        covered = "".join(m.group(0) for m in _INLINE.finditer(rest))
+        if not covered or re.sub(r"[\s,;]", "", covered) != re.sub(r"[\s,;]", "", rest):
+            return None
+        return side, label, {}, rest
     stated = {m.group("name").strip().lower(): float(m.group("pct"))
               for m in _STATED.finditer(rest)}  # fmt: skip
-    return side, label, stated
+    return side, label, stated, ""
 
 
 def _metrics(
@@ -131,6 +153,16 @@ def _metrics(
         text = normalize_text(lines[i].text)
         if not text.strip() or len(text) > 500 or _heading(text) is not None:
             break
+        mean_sd = _MEAN_SD.match(text)
+        if mean_sd is not None:
+            value = _value(mean_sd.group("value"), mean_sd.group("unit"), [])
+            sd = to_float(mean_sd.group("sd"))
+            if value is not None:
+                name = mean_sd.group("name").strip()
+                values.setdefault(name.lower(), (name, _Value(value.value, value.unit, (), sd),
+                                                 lines[i]))  # fmt: skip
+            i += 1
+            continue
         spaced = _SPACED.match(text)
         pairs = [] if spaced else list(_PAIR.finditer(text))
         if spaced is None and not pairs:
@@ -149,12 +181,27 @@ def _metrics(
     return values, i
 
 
+def _inline(text: str, line: BodyLine) -> dict[str, tuple[str, _Value, BodyLine]]:
+    """The metrics written on a heading's own line."""
+    values: dict[str, tuple[str, _Value, BodyLine]] = {}
+    for match in _INLINE.finditer(text):
+        value = _value(match.group("value"), match.group("unit"), [])
+        if value is not None:
+            name = match.group("name").strip()
+            values.setdefault(name.lower(), (name, value, line))
+    return values
+
+
 def _value(token: str, unit: str | None, samples: list[float]) -> _Value | None:
     seconds = minutes_seconds(token)
     if seconds is not None:
         return _Value(seconds, "s", ())
     number = to_float(token)
     return None if number is None else _Value(number, unit, tuple(samples))
+
+
+def _cv(value: _Value) -> float | None:
+    return 100.0 * value.sd / abs(value.value) if value.sd is not None and value.value else None
 
 
 def _compare(before: _Side, after: _Side) -> list[Measurement]:
@@ -165,14 +212,15 @@ def _compare(before: _Side, after: _Side) -> list[Measurement]:
         _, patched, line = after.values[key]
         unit = patched.unit or base.unit or ("s" if key in _TIME_OUTPUT else None)
         runs = len(base.runs) >= 2 and len(patched.runs) >= 2
+        spread = not runs and base.sd is not None and patched.sd is not None
         stated = next((pct for said, pct in after.stated.items() if said in key or key in said),
                       None)  # fmt: skip
         measurements.append(Measurement(
             metric=name, base=base.value, patched=patched.value, unit=unit,
             n_base=len(base.runs) if runs else None, n_patched=len(patched.runs) if runs else None,
-            cv_base_pct=cv_pct(base.runs) if runs else None,
-            cv_patched_pct=cv_pct(patched.runs) if runs else None,
-            spread_source="samples" if runs else None,
+            cv_base_pct=cv_pct(base.runs) if runs else _cv(base) if spread else None,
+            cv_patched_pct=cv_pct(patched.runs) if runs else _cv(patched) if spread else None,
+            spread_source="samples" if runs else "mean, stdev" if spread else None,
             higher_is_better=metric_higher_is_better(name, unit),
             stated_pct=stated, stated_kind="relative" if stated is not None else None,
             samples_base=base.runs if runs else (), samples_patched=patched.runs if runs else (),

@@ -101,3 +101,37 @@ def test_a_heading_between_rules() -> None:
         """, sender="KAMEZAWA Hiroyuki <kamezawa.hiroyu@jp.fujitsu.com>")
     assert [(m.metric, m.base, m.patched) for m in claim.measurements] == [
         ("real", 6.569, 6.305), ("sys", 0.976, 0.907)]
+
+
+def test_the_metrics_on_the_side_s_own_line() -> None:
+    # Kairui Song's non-full cluster series, as Chris Li quoted it (linux-mm, 2024)
+    [first, second] = blocks("""\
+        Before: sys time: 6121.0s  64kB/swpout: 1638155  64kB/swpout_fallback: 189562
+        After:  sys time: 6145.3s  64kB/swpout: 1761110  64kB/swpout_fallback: 66071
+
+        128kB swap failure rate:
+        Before: swpout:449548 swpout_fallback:55894
+        After:  swpout:497519 swpout_fallback:3204
+        """)
+    assert [(m.metric, m.base, m.patched) for m in first.measurements] == [
+        ("sys time", 6121.0, 6145.3), ("64kB/swpout", 1638155, 1761110),
+        ("64kB/swpout_fallback", 189562, 66071)]
+    assert [(m.metric, m.base, m.patched) for m in second.measurements] == [
+        ("swpout", 449548, 497519), ("swpout_fallback", 55894, 3204)]
+
+
+def test_mean_and_stdev_under_a_side_an_article_leads() -> None:
+    # Nhat Pham's zswap decompression (linux-mm, 2024): the patched kernel first.
+    [claim] = blocks("""\
+        With the new scheme:
+        real: mean: 125.1s, stdev: 0.12s
+        sys: mean: 2156.41s, stdev: 13.98s
+
+        The old scheme:
+        real: mean: 125.78s, stdev: 0.45s
+        sys: mean: 2177.08s, stdev: 26.52s
+        """, sender="Nhat Pham <nphamcs@gmail.com>")
+    real = claim.measurements[0]
+    assert (real.base, real.patched, real.unit) == (125.78, 125.1, "s")
+    assert round(real.cv_base_pct, 4) == round(100 * 0.45 / 125.78, 4)
+    assert (real.base_label, real.patched_label) == ("The old scheme", "With the new scheme")
