@@ -30,6 +30,7 @@ from bot.analysis.claims.model import BeforeAfter, Claim, ResultTable, StatedCha
 from bot.analysis.claims.numbers import Budget, join_spaced_thousands, normalize_text
 from bot.analysis.claims.sections import find_tool_sections
 from bot.analysis.claims.side_blocks import find_side_blocks
+from bot.analysis.claims.stat_columns import find_stat_column_tables
 from bot.analysis.claims.statements import (
     FROM_TO,
     PERFORMANCE,
@@ -99,6 +100,12 @@ def _block_claims(
             layout = _section_layout(lines)
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
             used.update(line.number for line in lines)
+
+    for measurements, lines, kernels in find_stat_column_tables(_without(block, used), budget):
+        runs = _count_before(lines[0].number, prose_counts)
+        measurements = [_with_runs(m, runs) for m in measurements]
+        claims.append(_summary_claim("table", measurements, lines, kernels, block, names))
+        used.update(line.number for line in lines)
 
     tables = find_tables(_without(block, used), names, budget)
     for found in tables:

@@ -32,6 +32,7 @@ _RUNS = [
     ),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
     re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b"),
+    re.compile(r"\bnumber of (?:runs|iterations|repetitions)\s*[:=]?\s*(\d+)\b", re.IGNORECASE),
 ]
 
 
