@@ -136,9 +136,14 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
         if cells is None:
             break
         if rows and len(cells) != len(rows[-1].cells):
-            if len(rows) != 1 or len(cells) != len(rows[0].cells) + 1:
+            if len(rows) == 1 and len(cells) == len(rows[0].cells) + 1:
+                rows[0] = _Row(rows[0].line, ("", *rows[0].cells))
+            elif len(rows) == 1 and len(cells) == len(rows[0].cells) + 2 and _percent(cells[-1]):
+                # "origin  balancer" over "12 threads  5241.08  5375.59  +2.50%": the change
+                # column has no heading
+                rows[0] = _Row(rows[0].line, ("", *rows[0].cells, "change"))
+            else:
                 break
-            rows[0] = _Row(rows[0].line, ("", *rows[0].cells))
         rows.append(_Row(lines[j], cells))
         j += 1
     return rows, j
@@ -354,6 +359,10 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
     before = [k for k, label in enumerate(labels) if side_of_label(label) == "before"]
     after = [k for k, label in enumerate(labels) if side_of_label(label) == "after"]
     change = [k for k, label in enumerate(labels) if _CHANGE.match(label.strip())]
+    others = [k for k in range(len(labels)) if k not in before + after + change]
+    # "origin" and "balancer", "BASE" and "TEST": the kernel before, and the other
+    if len(before) == 1 and not after and len(others) == 1:
+        after = [] if _SPREAD.search(labels[others[0]]) else others
     if len(before) != 1 or len(after) != 1 or len(change) > 1:
         return None
     if len(labels) != 2 + len(change):

@@ -67,7 +67,8 @@ def runs_for(line_number: int, counts: Sequence[RunCount]) -> RunCount | None:
 # Before/after lines and "from X to Y"
 
 _BEFORE_WORDS = {
-    "before", "base", "baseline", "vanilla", "unpatched", "old", "orig", "original", "without",
+    "before", "base", "baseline", "vanilla", "unpatched", "old", "orig", "origin", "original",
+    "without",
     "w/o", "mainline", "upstream", "stock", "unmodified", "pre-patch", "prepatch", "default",
 }  # fmt: skip
 _AFTER_WORDS = {

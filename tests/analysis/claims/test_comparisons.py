@@ -240,3 +240,18 @@ def test_sides_within_each_cell_under_a_second_heading_line() -> None:
     [judged] = result.claims
     assert judged.judgement.notes == (
         "System Time (seconds) 48 / 1G / 7G: Stated -18.7%; the numbers give -46.4%.",)
+
+
+def test_the_kernel_before_and_another_with_an_unheaded_change_column() -> None:
+    # Michael Wang's NUMA balancer (linux-mm, 2019), as Peter Zijlstra quoted it: tabs, the
+    # change column without a heading, and percentages divided by the new value.
+    [claim] = tables(
+        "\t\t\t\torigin\t\tbalancer\n"
+        "4 instances each 12 threads\t5241.08\t\t5375.59\t\t+2.50%\n"
+        "4 instances each 24 threads\t7497.29\t\t7820.73\t\t+4.13%\n"
+    )
+    got = measured(claim)
+    assert got["4 instances each 24 threads"][:2] == (7497.29, 7820.73)
+    assert got["4 instances each 24 threads"][4] == 4.13
+    assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
+        "origin", "balancer")
