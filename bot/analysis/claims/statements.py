@@ -292,7 +292,8 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
             StatedChange(min(low, high), max(low, high), _clause_direction(text, match.start()))
         )
     for match in TIMES.finditer(text):
-        factor = float(match.group("x"))
+        word = match.group("x").lower()
+        factor = float(_NUMBER_WORDS.get(word, 0) or word)  # "it's nine times faster"
         if factor > 1:
             pct = round(100.0 * (factor - 1.0), 4)
             word = "improvement" if match.group("way").lower() in _FASTER else "regression"
@@ -343,9 +344,11 @@ _OF_BASE = re.compile(
     re.IGNORECASE,
 )
 # "2x faster", "1.5 times slower", "3x the throughput".
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10}  # fmt: skip
 TIMES = re.compile(
-    r"(?<![\w.])(?P<x>\d+(?:\.\d+)?)\s*(?:x|times|×)\s+(?P<way>faster|quicker|better|higher|"
-    r"slower|worse|lower)\b",
+    r"(?<![\w.])(?P<x>\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")\s*(?:x|times|×)\s+"
+    r"(?P<way>faster|quicker|better|higher|slower|worse|lower)\b",
     re.IGNORECASE,
 )
 _FASTER = {"faster", "quicker", "better", "higher"}

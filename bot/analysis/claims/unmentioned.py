@@ -94,10 +94,22 @@ def _named(
     """Whether the author's words name the measurement: in a sentence, by the figure of its
     change a sentence states, or as a change a side block's heading states ("After: (-54.7% sys
     time)", a line of the block's own claim)."""
-    change = m.change_pct
     return (
         bool(_words(m.metric) & prose_words)
-        or (change is not None and any(abs(abs(change) - abs(pct)) <= max(0.05, 0.01 * abs(pct))
-                                       for pct in stated))  # fmt: skip
+        or any(_gives(m, pct) for pct in stated)
         or (layout == "side blocks" and m.stated_pct is not None)
     )
+
+
+def _gives(m: Measurement, pct: float) -> bool:
+    """Whether a stated percentage is the measurement's change: the same figure to 1%, or, for a
+    factor ("nine times faster", +800%), the ratio of its values to 10%."""
+    change = m.change_pct
+    if change is None:
+        return False
+    if abs(abs(change) - abs(pct)) <= max(0.05, 0.01 * abs(pct)):
+        return True
+    if pct < 100 or not m.base or not m.patched:
+        return False
+    ratio, factor = max(m.patched / m.base, m.base / m.patched), 1.0 + pct / 100.0
+    return abs(ratio - factor) <= 0.1 * factor

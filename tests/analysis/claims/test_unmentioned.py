@@ -61,3 +61,23 @@ def test_a_row_named_by_the_figure_a_sentence_states() -> None:
         """)
     result = analyse_message("s", "Mel <mel@example.org>", body)
     assert [u.metric for u in result.unmentioned] == ["user-256"]
+
+
+def test_a_factor_in_words_names_the_time_it_gives() -> None:
+    # Hyeonggon Yoo's SLOB series (linux-mm, 2021): "it's nine times faster" is the elapsed
+    # time's 263.96 s -> 28.91 s; the user time's fall is not what he wrote about.
+    body = textwrap.dedent("""\
+        With 13% increase in memory usage, it's nine times faster than current SLOB.
+
+        current SLOB:
+         Performance counter stats for 'hackbench -g 4 -l 10000':
+                263.956975106 seconds time elapsed
+                 98.213500000 seconds user
+
+        SLOB with segregated free list:
+         Performance counter stats for 'hackbench -g 4 -l 10000':
+                 28.909188264 seconds time elapsed
+                 28.672357000 seconds user
+        """)
+    result = analyse_message("s", "Hyeonggon Yoo <42.hyeyoo@gmail.com>", body)
+    assert [u.metric for u in result.unmentioned] == ["seconds user"]
