@@ -6,10 +6,10 @@ rows for each case, read into measurements.
 
     |            | MIN        | MAX        | MEAN       | MEDIAN     | STDDEV     |
     |:-----------|:-----------|:-----------|:-----------|:-----------|:-----------|
-    | brk1_8_processes
-    | BASE       | 7,667,220  | 7,705,767  | 7,682,782  | 7,676,211  | 12,733     |
-    | TEST       | 9,477,395  | 10,053,058 | 9,878,753  | 9,959,360  | 182,014    |
-    | %          | +23.61%    | +30.46%    | +28.58%    | +29.74%    | +1,329.46% |
+    | mmap1_8_threads
+    | BASE       | 627,817    | 632,702    | 630,554    | 629,281    | 1,764      |
+    | TEST       | 541,202    | 554,097    | 549,104    | 549,896    | 4,257      |
+    | %          | -13.80%    | -12.42%    | -12.92%    | -12.62%    | +141.34%   |
 
 Each group is one measurement of its case: the MEAN (else AVG, else MEDIAN) column's values,
 the STDDEV column over them as each kernel's per-run CV, the `%` row's figure in that column as
