@@ -16,7 +16,8 @@ the STDDEV column over them as each kernel's per-run CV, the `%` row's figure in
 the author's change, the run count from the text. The two kernel rows are the one naming the
 kernel before (`BASE`, `baseline`, `vanilla`) and the other. A "Direction: + is good" line says
 which way is better. Sudarsan Mahendran's SLUB sheaves benchmarks (linux-mm, 2025) were read as
-nothing.
+nothing, and so was Yosry Ahmed's will-it-scale table (`LABEL | MEAN | MEDIAN | STDDEV`, rows
+`(A) base` and `(B) patched`, the change row unlabelled, no pipe before the label).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from bot.analysis.claims.text import Block, BodyLine
 
 _CENTRE = ("mean", "avg", "average", "median")
 _SPREAD = ("stddev", "stdev", "std", "sd")
-_RULE = re.compile(r"^[\s|:=-]+$")
+_RULE = re.compile(r"^[\s|:=+-]+$")
+_MARK = re.compile(r"^\(\w\)\s*")
 _DIRECTION = re.compile(r"direction\s*:\s*(?P<sign>[-+])\s*is\s+(?:good|better)", re.IGNORECASE)
 _CHANGE_LABEL = re.compile(r"^(?:%|%\s*change|change|diff|delta)$", re.IGNORECASE)
 
@@ -50,29 +52,36 @@ def find_stat_column_tables(block: Block, budget: Budget) -> list[Found]:
         budget.charge()
         header = _cells(lines[i].text)
         columns = [c.lower() for c in header] if header else []
+        markdown = lines[i].text.strip().startswith("|")
         centre = next((columns.index(c) for c in _CENTRE if c in columns), None)
         if centre is None or len(columns) < 3:
             i += 1
             continue
         spread = next((columns.index(c) for c in _SPREAD if c in columns), None)
-        measurements, used, i = _groups(lines, i + 1, centre, spread, direction, budget)
+        measurements, used, i = _groups(lines, i + 1, centre, spread, direction, markdown, budget)
         if measurements:
             kernels = (measurements[0].base_label, measurements[0].patched_label)
             found.append((measurements, tuple(lines[k] for k in used), kernels))
     return found
 
 
-def _cells(text: str) -> list[str] | None:
-    """A pipe table row's cells, the label cell first; None for no such row."""
+def _cells(text: str, markdown: bool | None = None) -> list[str] | None:
+    """A pipe table row's cells, the label cell first; None for no such row. In a markdown
+    table ("| BASE | 7,667,220 |") nothing comes before the first pipe; in the other kind the
+    label does, and a row whose label is blank starts with a pipe too. `markdown` None: as the
+    row itself looks."""
     text = normalize_text(text).strip()
-    if not text.startswith("|") or len(text) > 1000:
+    if "|" not in text or len(text) > 1000:
         return None
-    return [c.strip() for c in text.strip("|").split("|")]
+    cells = [c.strip() for c in text.split("|")]
+    if markdown if markdown is not None else text.startswith("|"):
+        cells = cells[1:]
+    return cells[:-1] if text.endswith("|") and len(cells) > 1 else cells
 
 
 def _groups(
     lines: Sequence[BodyLine], i: int, centre: int, spread: int | None,
-    higher: bool | None, budget: Budget,
+    higher: bool | None, markdown: bool, budget: Budget,
 ) -> tuple[list[Measurement], list[int], int]:  # fmt: skip
     """The measurements of the groups from line i on, the indices of the lines read, and the
     index of the line after the table."""
@@ -83,13 +92,15 @@ def _groups(
     while i < len(lines):
         budget.charge()
         text = lines[i].text
-        cells = _cells(text)
+        cells = _cells(text, markdown)
+        if _RULE.match(text):
+            used.append(i)
+            i += 1
+            continue
         if cells is None:
             break
         used.append(i)
-        if _RULE.match(text):
-            pass
-        elif len(cells) == 1:  # "| brk1_8_processes": the next group's case
+        if cells[0] and not any(cells[1:]):  # "| brk1_8_processes": the next group's case
             measurements += _group(case, rows, centre, spread, higher)
             case, rows = cells[0], []
         else:
@@ -104,11 +115,11 @@ def _group(
     higher: bool | None,
 ) -> list[Measurement]:  # fmt: skip
     """The one measurement of a group's kernel rows, or none."""
-    kernels = [(c, ln) for c, ln in rows if not _CHANGE_LABEL.match(c[0])]
-    change = next((c for c, _ in rows if _CHANGE_LABEL.match(c[0])), None)
+    kernels = [(c, ln) for c, ln in rows if c[0] and not _CHANGE_LABEL.match(c[0])]
+    change = next((c for c, _ in rows if not c[0] or _CHANGE_LABEL.match(c[0])), None)
     if case is None or len(kernels) != 2 or any(len(c) <= centre for c, _ in kernels):
         return []
-    sides = [side_of_label(c[0]) for c, _ in kernels]
+    sides = [side_of_label(_MARK.sub("", c[0])) for c, _ in kernels]  # "(A) base"
     if sides.count("before") != 1:  # "BASE" and "TEST": the one before, and the other
         return []
     before, after = (kernels[0], kernels[1]) if sides[0] == "before" else (kernels[1], kernels[0])

@@ -42,3 +42,29 @@ def test_no_row_naming_the_kernel_before_is_no_comparison() -> None:
     body = textwrap.dedent(SHEAVES).replace("BASE", "AMD").replace("TEST", "ARM")
     result = analyse_message("s", "a <a@b.c>", body)
     assert all(j.claim.layout != "table" for j in result.claims)
+
+
+def test_labels_before_the_pipes_and_an_unlabelled_change_row() -> None:
+    # Yosry Ahmed's memcg flush threshold runs (linux-mm, 2023)
+    body = textwrap.dedent("""\
+        I ran the page_fault tests for 10 runs on a machine with 256 cpus:
+
+                       LABEL            |     MEAN    |   MEDIAN    |   STDDEV   |
+        ------------------------------+-------------+-------------+-------------
+          page_fault2_per_thread_ops  |             |             |            |
+          (A) base                    | 171046.473  | 170776.000  | 1509.679   |
+          (B) patched                 | 166626.327  | 166406.000  | 768.753    |
+                                      | -2.58%      | -2.56%      |            |
+          page_fault3_scalability     |             |             |
+          (A) base                    | 0.60369     | 0.60072     | 0.0083029  |
+          (B) patched                 | 0.61733     | 0.61544     | 0.009855   |
+                                      | +2.26%      | +2.45%      |            |
+        """)
+    [judged] = analyse_message("s", "Yosry Ahmed <yosryahmed@google.com>", body).claims
+    threads, scalability = judged.claim.measurements
+    assert (threads.metric, threads.base, threads.patched, threads.stated_pct) == (
+        "page_fault2_per_thread_ops", 171046.473, 166626.327, -2.58)
+    assert (threads.n_base, threads.base_label, threads.patched_label) == (
+        10, "(A) base", "(B) patched")
+    assert judged.judgement.measurements[0].verdict == "regression"
+    assert scalability.stated_pct == 2.26
