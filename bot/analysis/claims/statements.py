@@ -277,6 +277,8 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
             continue  # the bounds of a stated interval are not changes
         if _PARAMETER_BEFORE.search(before) or _PARAMETER_AFTER.match(text, match.end()):
             continue  # "performance-process-100%-page_fault3", "nr_threads: 100%": a setting
+        if _CONFIDENCE_AFTER.match(text, match.end()):
+            continue  # "95% CI does not overlap", "at 95% confidence": a level of confidence
         if (match.group("one") is not None and _OF_BASE.match(text, match.end())
                 and _TO_LEVEL.search(text, max(0, match.start() - 8), match.start())):
             found.append(_level(text, float(match.group("one")), match.start()))
@@ -353,6 +355,9 @@ TIMES = re.compile(
 )
 _FASTER = {"faster", "quicker", "better", "higher"}
 # "(95% CI: 1.2% to 3.0%)", "[+1.2%, +3.0%]": the percentages inside are an interval's bounds.
+_CONFIDENCE_AFTER = re.compile(
+    r"\s*(?:CI\b|C\.I\.|confidence|conf\b|significance\b|credible)", re.IGNORECASE
+)
 _INSIDE_INTERVAL = re.compile(
     r"(?:\bCI\b|confidence interval|interval)[^%]*$|\[\s*[-+]?\d[^\]]*$", re.I
 )

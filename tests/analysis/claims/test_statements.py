@@ -185,3 +185,13 @@ def test_an_increase_is_as_good_as_what_increased() -> None:
     # "nine times faster" is a speed-up of +800%
     assert directions == [(13, "regression"), (800, "improvement"), (8, "improvement"),
                           (90, "improvement")]  # fmt: skip
+
+
+def test_a_confidence_level_is_no_change() -> None:
+    # Ryan Roberts's vmalloc benchmarks (linux-mm, 2025), in the legend of his table
+    result = analysed("""\
+        - (I): statistically significant improvement (95% CI does not overlap)
+        - (R): statistically significant regression (95% CI does not overlap)
+        fix_size_alloc_test with h:1 and p:16,64,256 regress by ~6% on Altra.
+        """)
+    assert [c.claim.change.low_pct for c in result.claims] == [6]
