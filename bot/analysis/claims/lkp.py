@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from bot.analysis.claims.benchmarks import metric_higher_is_better
 from bot.analysis.claims.measurement import Measurement
@@ -76,6 +77,8 @@ def find_lkp_tables(
         found.extend(_rows(lines, i + 1, ids, runs, budget, used))
     taken = {ln.number for _, used_lines, _ in found for ln in used_lines}
     found.extend(_headerless(lines, taken, runs, budget))
+    taken = {ln.number for _, used_lines, _ in found for ln in used_lines}
+    found.extend(_labelled(lines, taken, runs, budget))
     found.sort(key=lambda table: table[1][0].number)
     return found
 
@@ -121,6 +124,41 @@ def _headerless(
                             for m in _row(match, kernels, ids, runs, line)]  # fmt: skip
             found.append((measurements, tuple(line for _, line in rows), ids))
         j = k
+    return found
+
+
+# "wis-mmap1-25%    223670    +33.3%    298205    per_process_ops" under "base  base+patch":
+# lkp's row with the case's name in front (Feng Tang's slab order series).
+_LABELLED_ROW = re.compile(
+    rf"^\s*(?P<label>[A-Za-z][\w.+%/-]*)\s+{_VALUE.replace('I>', '0>')}\s+"
+    rf"{_CHANGE.replace('I>', '1>')}\s+{_VALUE.replace('I>', '1>')}\s+"
+    r"(?P<name>[A-Za-z_][\w.-]*)\s*$"
+)
+
+
+def _labelled(
+    lines: Sequence[BodyLine], taken: set[int], runs: int | None, budget: Budget
+) -> list[Found]:
+    """Labelled lkp rows right under a line naming the two kernels, in lines no table took."""
+    found = []
+    j = 1
+    while j < len(lines):
+        budget.charge()
+        kernels = lines[j - 1].text.split()
+        rows = []
+        while (len(kernels) == 2 and j < len(lines) and lines[j].number not in taken
+               and len(lines[j].text) < 2000
+               and (match := _LABELLED_ROW.match(normalize_text(lines[j].text)))):  # fmt: skip
+            budget.charge()
+            rows.append((match, lines[j]))
+            j += 1
+        if rows:
+            ids = (kernels[0], kernels[1])
+            measurements = [replace(m, metric=f"{match.group('label')} {m.metric}")
+                            for match, line in rows
+                            for m in _row(match, 2, ids, runs, line)]  # fmt: skip
+            found.append((measurements, (lines[j - len(rows) - 1], *(ln for _, ln in rows)), ids))
+        j += 1
     return found
 
 

@@ -277,6 +277,8 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
             continue  # the bounds of a stated interval are not changes
         if _PARAMETER_BEFORE.search(before) or _PARAMETER_AFTER.match(text, match.end()):
             continue  # "performance-process-100%-page_fault3", "nr_threads: 100%": a setting
+        if _SETUP_AFTER.match(text, match.end()):
+            continue  # "threads of 25%, 50% and 100% of number of CPUs": the size of a setup
         if _CONFIDENCE_AFTER.match(text, match.end()):
             continue  # "95% CI does not overlap", "at 95% confidence": a level of confidence
         if (match.group("one") is not None and _OF_BASE.match(text, match.end())
@@ -355,6 +357,11 @@ TIMES = re.compile(
 )
 _FASTER = {"faster", "quicker", "better", "higher"}
 # "(95% CI: 1.2% to 3.0%)", "[+1.2%, +3.0%]": the percentages inside are an interval's bounds.
+_SETUP_AFTER = re.compile(
+    r"(?:\s*(?:,|and|or)\s*\d+(?:\.\d+)?%)*\s*of\s+(?:the\s+)?(?:number\s+of\s+|total\s+|all\s+)?"
+    r"(?:CPUs?|cores?|threads|memory|RAM|nodes?|the\s+machine)\b|\s+(?:test\s+)?cases?\b",
+    re.IGNORECASE,
+)
 _CONFIDENCE_AFTER = re.compile(
     r"\s*(?:CI\b|C\.I\.|confidence|conf\b|significance\b|credible)", re.IGNORECASE
 )

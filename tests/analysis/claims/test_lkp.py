@@ -192,3 +192,25 @@ def test_headerless_rows_of_three_commits_under_their_ids_and_rule() -> None:
                         ("vm-scalability.throughput", "73371bf27a8a8ea68df2fbf456b", 52701654)]
     assert judged.claim.measurements[0].base_label == "dc26532aed0ab25c"
     assert len(rows) == 6
+
+
+def test_rows_with_the_case_s_name_in_front_under_the_two_kernels() -> None:
+    # Feng Tang's slab order series (linux-mm, 2023): the configurations are a share of the
+    # CPUs, not changes.
+    body = textwrap.dedent("""\
+        run 3 configurations with parallel test threads of 25%, 50% and 100% of
+        number of CPUs, and the data is (base is vanilla v6.5 kernel):
+
+        \t\t     base                      base+patch
+        wis-mmap1-25%\t    223670           +33.3%     298205        per_process_ops
+        wis-mmap1-100%       89200           +65.0%     147139        per_process_ops
+
+        Take the perf-profile comparasion of 50% test case, the lock contention is reduced.
+        """)
+    result = analyse_message("s", "Feng Tang <feng.tang@intel.com>", body)
+    [judged] = result.claims
+    first = judged.claim.measurements[0]
+    assert (first.metric, first.base, first.patched, first.stated_pct) == (
+        "wis-mmap1-25% per_process_ops", 223670, 298205, 33.3)
+    assert (first.base_label, first.patched_label, first.higher_is_better) == (
+        "base", "base+patch", True)
