@@ -103,7 +103,7 @@ def find_tool_sections(
         text = normalize_text(line.text)
         if not text.strip() or len(text) > 2000:
             continue
-        head = _heading(text, pending_label)
+        head = _heading(text, pending_label or _repeated_side(sections, text))
         if head is not None:
             current = head
             current.lines.append(line)
@@ -149,6 +149,16 @@ def find_tool_sections(
         current.records.setdefault(name, record)
         current.lines.append(line)
     return _pair(sections, runs_at)
+
+
+def _repeated_side(sections: Sequence[_Section], text: str) -> str | None:
+    """The side's label a tool's paste repeats under: three perf stat runs under "with this
+    patchset:" are all the patched kernel's, until another side is named."""
+    previous = sections[-1] if sections else None
+    kind = _heading(text, None)
+    if previous is None or kind is None or previous.kind != kind.kind:
+        return None
+    return previous.label if side_of_label(previous.label) else None
 
 
 def _heading(text: str, label: str | None) -> _Section | None:
@@ -228,9 +238,7 @@ def _pair(
     for group in by_kind.values():
         if len(group) < 2:
             continue
-        group = sorted(group, key=lambda s: side_of_label(s.label) == "after")
-        base = group[0]
-        for other in group[1:]:
+        for base, other in _pairs(group):
             runs = runs_at(base.lines[0].number) if base.lines else None
             measurements = [
                 _measurement(name, base, other, runs)
@@ -240,6 +248,20 @@ def _pair(
             lines = tuple(sorted(base.lines + other.lines, key=lambda ln: ln.number))
             found.append((measurements, lines, (base.label or "base", other.label or "patched")))
     return found
+
+
+def _pairs(group: Sequence[_Section]) -> list[tuple[_Section, _Section]]:
+    """Which paste is compared with which: the i-th of the kernel before with the i-th of the
+    patched one when the labels name both sides as often, the first before with each patched
+    one when not; with no sides named, the first with each other one."""
+    before = [s for s in group if side_of_label(s.label) == "before"]
+    after = [s for s in group if side_of_label(s.label) == "after"]
+    if before and len(before) == len(after):
+        return list(zip(before, after, strict=True))
+    if before and after:  # never one paste of the kernel before against another
+        return [(before[0], other) for other in after]
+    ordered = sorted(group, key=lambda s: side_of_label(s.label) == "after")
+    return [(ordered[0], other) for other in ordered[1:]]
 
 
 def _measurement(name: str, base: _Section, other: _Section, runs: int | None) -> Measurement:

@@ -95,3 +95,22 @@ def test_perf_stat_summary_lines_under_each_kernel_s_name() -> None:
     assert (numa02.base_label, numa02.patched_label) == ("mm-unstable", "mm-unstable++")
     assert round(numa02.cv_base_pct, 3) == round(0.39 * 10**0.5, 3)
     assert claims[1].judgement.measurements[0].verdict == "inconclusive"
+
+
+def _paste(elapsed: float) -> str:
+    return (" Performance counter stats for 'insmod ./page_frag_test.ko' (30 runs):\n\n"
+            f"             {elapsed:.3f} +- 0.300 seconds time elapsed  ( +-  1.02% )\n\n")
+
+
+def test_pastes_repeated_under_one_side_are_that_side_s() -> None:
+    # Yunsheng Lin's page_frag series (held out): three perf stat runs under "with this
+    # patchset:", then the runs without it; no run is compared with another of its own side.
+    body = ("the result with this patchset is better than the result without this patchset:\n\n"
+            "with this patchset:\n" + _paste(29.341) + _paste(28.683) + _paste(28.730)
+            + "without this patchset:\n" + _paste(30.309) + _paste(29.958))
+    result = analyse_message("s", "Yunsheng Lin <linyunsheng@huawei.com>", body)
+    pairs = [(m.base_label, m.base, m.patched_label, m.patched)
+             for j in result.claims if j.claim.layout == "perf stat"
+             for m in j.claim.measurements]  # fmt: skip
+    assert pairs == [("without this patchset", 30.309, "with this patchset", v)
+                     for v in (29.341, 28.683, 28.730)]  # fmt: skip
