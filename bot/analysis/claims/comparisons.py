@@ -234,6 +234,9 @@ def _read(
         before_row, after_row = body[down[0]], body[down[1]]
         change_row = body[down[2]] if down[2] is not None else None
         kernels = (before_row.cells[0], after_row.cells[0])
+        if headed and all(_RUN.match(n) for n in names[1:]):  # "round1  round2  round3"
+            measurement = _run_columns(before_row, after_row, kernels, unit_word, benchmarks)
+            return ([measurement], _spanned(rows, lines), kernels) if measurement else None
         names = _stacked(names, lines, top) if headed else names
         cases = [_Case(names[c] or f"column {c}", before_row.cells[c], after_row.cells[c],
                        _change(change_row.cells[c], change_row.cells[0]) if change_row else None,
@@ -327,6 +330,31 @@ def _runs(
         spread_source="samples", higher_is_better=higher_is_better(unit, benchmarks),
         samples_base=samples_base, samples_patched=samples_patched,
         base_label=kernels[0], patched_label=kernels[1], line=runs[0].line,
+    )  # fmt: skip
+
+
+def _run_columns(
+    before: _Row, after: _Row, kernels: tuple[str, str], unit_word: str | None,
+    benchmarks: Sequence[str],
+) -> Measurement | None:  # fmt: skip
+    """A run a column, a kernel a row (`w/o this patch:  23.5s  24.7s  24.6s`): the samples of
+    one metric."""
+    base = [_value(c) for c in before.cells[1:]]
+    patched = [_value(c) for c in after.cells[1:]]
+    if len(base) < 2 or any(v is None for v in base + patched):
+        return None
+    samples_base = tuple(v.value for v in base if v)
+    samples_patched = tuple(v.value for v in patched if v)
+    unit = next((v.unit for v in base + patched if v and v.unit), None) or unit_word
+    return Measurement(
+        metric=unit or (benchmarks[0] if benchmarks else "value"),
+        base=sum(samples_base) / len(samples_base),
+        patched=sum(samples_patched) / len(samples_patched), unit=unit,
+        n_base=len(samples_base), n_patched=len(samples_patched),
+        cv_base_pct=cv_pct(samples_base), cv_patched_pct=cv_pct(samples_patched),
+        spread_source="samples", higher_is_better=higher_is_better(unit, benchmarks),
+        samples_base=samples_base, samples_patched=samples_patched,
+        base_label=kernels[0], patched_label=kernels[1], line=after.line,
     )  # fmt: skip
 
 

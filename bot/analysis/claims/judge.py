@@ -14,11 +14,11 @@ from dataclasses import replace
 from bot.analysis.claim_spread import max_cv_for_significance
 from bot.analysis.claims.arithmetic import arithmetic_checks
 from bot.analysis.claims.judge_measurement import MeasurementJudgement, judge_measurement
-from bot.analysis.claims.judge_table import judge_table
+from bot.analysis.claims.judge_table import judge_table, too_few_runs
 from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
 from bot.analysis.claims.measurement import Measurement
 from bot.analysis.claims.model import BeforeAfter, Claim
-from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA
+from bot.analysis.verdict import DEFAULT_ALPHA, DEFAULT_DELTA, compare
 
 LISTED = 6  # changed metrics a summary names; the rest are counted
 
@@ -34,8 +34,10 @@ def judge_claim(
     a percentage refers to)."""
     if claim.kind == "summary":
         measured_only = tuple(
-            judge_measurement(m, delta=delta, alpha=alpha) for m in claim.measurements
-        )
+            _from_samples(m, delta=delta, alpha=alpha)
+            if _has_runs(m) else judge_measurement(m, delta=delta, alpha=alpha)
+            for m in claim.measurements
+        )  # fmt: skip
         return _summary_judgement(claim, measured_only, alpha)
     judgement = _judge_claim(claim, claims, delta=delta, alpha=alpha)
     by_label = {c.label: c for c in judgement.comparisons}
@@ -48,6 +50,25 @@ def judge_claim(
     return replace(judgement, measurements=measured)
 
 
+def _has_runs(m: Measurement) -> bool:
+    """Whether both kernels' runs are given, each more than one and all positive."""
+    runs = m.samples_base + m.samples_patched
+    return len(m.samples_base) >= 2 and len(m.samples_patched) >= 2 and min(runs) > 0
+
+
+def _from_samples(m: Measurement, *, delta: float, alpha: float) -> MeasurementJudgement:
+    """A measurement whose runs are given, judged on them as a table's column is (the rank
+    test, not Welch's t on their mean and spread): docs/claims.md, "Judging"."""
+    comparison = compare(m.samples_base, m.samples_patched,
+                         higher_is_better=m.higher_is_better is not False,
+                         delta=delta, alpha=alpha)  # fmt: skip
+    column = ColumnJudgement(m.metric, m.base_label, m.patched_label, comparison,
+                             m.higher_is_better is not None, ())  # fmt: skip
+    judged = replace(_from_column(column, m), summary=column.description)
+    few = too_few_runs(len(m.samples_base), len(m.samples_patched), alpha)
+    return replace(judged, checks=judged.checks + ((few,) if few else ()))
+
+
 def _from_column(column: ColumnJudgement, m: Measurement) -> MeasurementJudgement:
     c = column.comparison
     verdict = c.verdict.value
@@ -57,7 +78,8 @@ def _from_column(column: ColumnJudgement, m: Measurement) -> MeasurementJudgemen
         "judged",
         verdict,
         column.line,
-        "rank test on the runs (Hodges-Lehmann, Mann-Whitney), BH across the table",
+        "rank test on the runs (Hodges-Lehmann, Mann-Whitney)"
+        + (", BH across the table" if column.alone is not None else ""),
         c.change_pct,
         (c.ci_low_pct, c.ci_high_pct),
         c.pvalue,

@@ -7,12 +7,13 @@ the rows read back)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from bot.analysis.claims.judge_measurement import significant
 from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
 from bot.analysis.claims.model import ResultTable, TableColumn, fmt_value
-from bot.analysis.verdict import Comparison, compare, judge_metrics
+from bot.analysis.verdict import DEFAULT_ALPHA, Comparison, compare, judge_metrics
 
 # A mean this far (in percentage points) from the Hodges-Lehmann estimate is being moved by a few
 # runs, not by the bulk of them: the reader is told not to trust it.
@@ -81,8 +82,22 @@ def _family_note(comparison: Comparison, columns: int) -> tuple[str, ...]:
     )
 
 
+def too_few_runs(n_base: int, n_patched: int, alpha: float) -> str | None:
+    """A note when no ordering of the runs could make the rank test significant: with 3 runs a
+    side its smallest two-sided p is 2 / C(6, 3) = 0.1."""
+    smallest = 2.0 / math.comb(n_base + n_patched, n_base)
+    if smallest <= alpha:
+        return None
+    return (f"With {n_base} and {n_patched} runs the rank test cannot reach "
+            f"p <= {alpha:g} however the runs fall (its smallest p is {smallest:.2g}): more "
+            "runs are needed to tell.")
+
+
 def _column_notes(base: TableColumn, other: TableColumn, comparison: Comparison) -> tuple[str, ...]:
     notes = []
+    few = too_few_runs(len(base.samples), len(other.samples), DEFAULT_ALPHA)
+    if few:
+        notes.append(f"{other.label}: {few[0].lower()}{few[1:]}")
     # Outliers on the worse side only (slow runs when lower is better): those a user suffers.
     for column, outliers in ((base, comparison.tail.base), (other, comparison.tail.patched)):
         if outliers:

@@ -34,9 +34,14 @@ class ColumnJudgement:
         return _neutral(self.comparison.words, self.direction_known)
 
     @property
+    def description(self) -> str:
+        """E.g. "-2.93% [-5.47%, -0.29%] p=0.043 improvement (may be < 1%)"."""
+        return _neutral(self.comparison.describe(), self.direction_known)
+
+    @property
     def line(self) -> str:
         """E.g. "this patch 125: -2.93% [-5.47%, -0.29%] p=0.043 improvement (may be < 1%)"."""
-        return f"{self.label}: {_neutral(self.comparison.describe(), self.direction_known)}"
+        return f"{self.label}: {self.description}"
 
     def to_dict(self) -> dict[str, Any]:
         c = self.comparison

@@ -96,8 +96,10 @@ def test_one_metric_is_summed_up_by_its_own_judgement() -> None:
     # Not "0 of 1 metrics judged from mean, spread and runs show a change at 5%".
     result = analyse_message("s", "Yu Kuai <yukuai@example.org>", textwrap.dedent(ROUNDS))
     [judged] = [c for c in result.claims if c.claim.layout == "table"]
-    assert judged.judgement.summary.startswith("fio: +")
-    assert judged.judgement.summary.endswith(": inconclusive.")
+    # The rounds are judged as a table's runs are (rank test, docs/claims.md "Judging")
+    assert judged.judgement.summary == (
+        "fio: +0.65% [-1.13%, +2.42%] p=0.690 could not tell: between -1.13% and +2.42%.")
+    assert judged.judgement.measurements[0].method.startswith("rank test on the runs")
 
 
 def test_two_line_headings_are_joined_and_a_spread_column_is_no_result() -> None:
@@ -255,3 +257,22 @@ def test_the_kernel_before_and_another_with_an_unheaded_change_column() -> None:
     assert got["4 instances each 24 threads"][4] == 4.13
     assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
         "origin", "balancer")
+
+
+def test_a_run_a_column_and_too_few_runs_to_tell() -> None:
+    # liliangleo's page zeroing series (linux-mm, 2020): three rounds a kernel. Every patched
+    # round is faster, but three against three cannot reach p <= 0.05 by ranks.
+    result = analyse_message("s", "liliangleo <l@l.org>", textwrap.dedent("""\
+                          round1      round2      round3
+        w/o this patch:    23.5s       24.7s       24.6s
+        w/ this patch:     10.2s       10.3s       11.2s
+        """))
+    [judged] = result.claims
+    [m] = judged.claim.measurements
+    assert (m.samples_base, m.samples_patched, m.unit) == ((23.5, 24.7, 24.6), (10.2, 10.3, 11.2),
+                                                           "s")  # fmt: skip
+    [measured] = judged.judgement.measurements
+    assert measured.verdict == "inconclusive"
+    assert measured.checks == ("With 3 and 3 runs the rank test cannot reach p <= 0.05 however "
+                               "the runs fall (its smallest p is 0.1): more runs are needed to "
+                               "tell.",)  # fmt: skip
