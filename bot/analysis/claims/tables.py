@@ -133,9 +133,11 @@ def _numbers(text: str) -> list[float] | None:
 
 
 # "base:    12.31 12.40 12.28 12.35 12.33": one kernel's runs on one line, kernels as rows; a
-# label may start with a digit ("6.8.0-rc1:") but holds a letter.
+# label may start with a digit ("6.8.0-rc1:") but each of its words holds a letter: in
+# "numa01 1704.50 248.67 71999.86 207091 1093" every number is data, not a kernel's name.
 _KERNEL_ROW = re.compile(
-    r"^\s*(?P<label>(?=[\w.+/()-]*[A-Za-z])[A-Za-z0-9][\w.+/()-]*(?: [\w.+/()-]+){0,3})\s*[:=]?\s+"
+    r"^\s*(?P<label>(?=[\w.+/()-]*[A-Za-z])[A-Za-z0-9][\w.+/()-]*"
+    r"(?: (?=[\w.+/()-]*[A-Za-z])[\w.+/()-]+){0,3})\s*[:=]?\s+"
     r"(?P<runs>[-+]?\d[\d.]*(?:[ ,]+[-+]?\d[\d.]*){2,})\s*(?P<unit>[A-Za-z/]+)?\s*$"
 )
 

@@ -99,3 +99,15 @@ def test_a_kernel_s_runs_with_thousands_grouped() -> None:
     base, patched = judged.claim.table.columns
     assert base.samples == (132743, 169825, 148075, 192744)
     assert (base.kernel, patched.kernel) == ("6.8.0-rc1", "6.8.0-rc1+series")
+
+
+def test_a_row_of_a_tool_s_numbers_is_no_kernel_named_by_its_first_number() -> None:
+    # autonumabench's detailed output (Srikar Dronamraju, linux-mm, 2013): "numa01 1704.50"
+    # is no kernel's name, and "6.8" in it made it look like one.
+    body = textwrap.dedent("""\
+        numa01 1704.50 248.67 71999.86 207091 1093
+        numa02 61.75 93.86 2444.21 10652 6
+        numa01 1769.09 262.00 74607.77 226677 1313
+        """)
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert [j.claim.kind for j in result.claims] == []
