@@ -32,7 +32,9 @@ from bot.analysis.claims.numbers import NUMBER, SCALE, Budget, normalize_text, t
 from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
-_PERF_HEAD = re.compile(r"Performance counter stats for .*?(?:\((\d+) runs\))?:?\s*$")
+_PERF_HEAD = re.compile(
+    r"Performance counter stats for (?P<command>.*?)\s*(?:\((\d+) runs\))?:?\s*$"
+)
 _PERF_ROW = re.compile(
     rf"^\s*(?P<v>{NUMBER})\s+(?:\+-\s+(?P<err>{NUMBER})\s+)?(?P<unit>msec|seconds|sec)?\s*"
     rf"(?P<name>time elapsed|user|sys|[A-Za-z][\w\-:./]*)\s*(?:#[^(]*)?"
@@ -85,6 +87,7 @@ class _Section:
     kind: str
     label: str
     n: int | None
+    command: str = ""  # what perf stat measured: only pastes of one command are compared
     lines: list[BodyLine] = field(default_factory=list)
     records: dict[str, _Record] = field(default_factory=dict)
 
@@ -163,7 +166,8 @@ def _repeated_side(sections: Sequence[_Section], text: str) -> str | None:
 
 def _heading(text: str, label: str | None) -> _Section | None:
     if m := _PERF_HEAD.search(text):
-        return _Section("perf stat", label or "", int(m.group(1)) if m.group(1) else None)
+        return _Section("perf stat", label or "", int(m.group(2)) if m.group(2) else None,
+                        command=m.group("command"))
     if m := _KERNBENCH_HEAD.match(text):
         return _Section(f"kernbench {m.group(1)}", label or "", None)
     if _FIO_HEAD.match(text):
@@ -230,10 +234,10 @@ def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _
 def _pair(
     sections: Sequence[_Section], runs_at: Callable[[int], int | None]
 ) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
-    by_kind: dict[str, list[_Section]] = {}
+    by_kind: dict[tuple[str, str], list[_Section]] = {}
     for section in sections:
         if section.records:
-            by_kind.setdefault(section.kind, []).append(section)
+            by_kind.setdefault((section.kind, section.command), []).append(section)
     found = []
     for group in by_kind.values():
         if len(group) < 2:

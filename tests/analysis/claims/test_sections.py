@@ -114,3 +114,21 @@ def test_pastes_repeated_under_one_side_are_that_side_s() -> None:
              for m in j.claim.measurements]  # fmt: skip
     assert pairs == [("without this patchset", 30.309, "with this patchset", v)
                      for v in (29.341, 28.683, 28.730)]  # fmt: skip
+
+
+def test_pastes_of_different_commands_are_not_compared() -> None:
+    # Laurent Dufour's SPF series (linux-mm, 2018): counters of ebizzy on two machines, both on
+    # the patched kernel; neither is the other's base.
+    body = textwrap.dedent("""\
+        Here are the performance counter read during a run on a 16 CPUs x86 VM:
+         Performance counter stats for './ebizzy -mTt 16':
+                 1706379      faults
+                 1674599      spf
+
+        And the ones captured during a run on a 80 CPUs Power node:
+         Performance counter stats for './ebizzy -mTt 80':
+                 1874773      faults
+                 1461153      spf
+        """)
+    result = analyse_message("s", "Laurent Dufour <ldufour@linux.vnet.ibm.com>", body)
+    assert [j.claim.layout for j in result.claims] == []
