@@ -33,6 +33,9 @@ _RUNS = [
     re.compile(r"\bn\s*=\s*(\d+)\b"),
     re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b"),
     re.compile(r"\bnumber of (?:runs|iterations|repetitions)\s*[:=]?\s*(\d+)\b", re.IGNORECASE),
+    # "aggregated over 50 consecutive defconfig builds" (Johannes Weiner)
+    re.compile(r"\b(\d+)\s+(?:consecutive\s+)?(?:[\w-]+\s+)?(?:builds|boots|reboots)\b",
+               re.IGNORECASE),
 ]
 
 

@@ -128,7 +128,9 @@ def test_from_about_x_to_about_y() -> None:
 
 def test_run_counts_in_kairui_song_s_words() -> None:
     for text, runs in (("12 test run for each case, it can be seen", 12),
-                       ("tiem make -j96 / 768M memcg (avg of 4 test run)", 4)):  # fmt: skip
+                       ("tiem make -j96 / 768M memcg (avg of 4 test run)", 4),
+                       ("The following data is aggregated over 50 consecutive defconfig builds",
+                        50)):  # fmt: skip
         [block] = message_blocks(text + "\n")
         assert [c.runs for c in find_run_counts(block)] == [runs], text
 
