@@ -314,23 +314,8 @@ def _runs(
 ) -> Measurement | None:  # fmt: skip
     """A run a row (`| test round | with this patch | without this patch |`, then `| 1 |
     4310k | 4265k |` ...): the samples of one metric, its average row left out."""
-    base = [_value(r.cells[before]) for r in runs]
-    patched = [_value(r.cells[after]) for r in runs]
-    if len(runs) < 2 or any(v is None for v in base + patched):
-        return None
-    samples_base = tuple(v.value for v in base if v)
-    samples_patched = tuple(v.value for v in patched if v)
-    unit = next((v.unit for v in base + patched if v and v.unit), None) or unit_word
-    return Measurement(
-        metric=unit or (benchmarks[0] if benchmarks else "value"),
-        base=sum(samples_base) / len(samples_base),
-        patched=sum(samples_patched) / len(samples_patched), unit=unit,
-        n_base=len(samples_base), n_patched=len(samples_patched),
-        cv_base_pct=cv_pct(samples_base), cv_patched_pct=cv_pct(samples_patched),
-        spread_source="samples", higher_is_better=higher_is_better(unit, benchmarks),
-        samples_base=samples_base, samples_patched=samples_patched,
-        base_label=kernels[0], patched_label=kernels[1], line=runs[0].line,
-    )  # fmt: skip
+    return _samples([r.cells[before] for r in runs], [r.cells[after] for r in runs], kernels,
+                    unit_word, benchmarks, runs[0].line)  # fmt: skip
 
 
 def _run_columns(
@@ -339,9 +324,19 @@ def _run_columns(
 ) -> Measurement | None:  # fmt: skip
     """A run a column, a kernel a row (`w/o this patch:  23.5s  24.7s  24.6s`): the samples of
     one metric."""
-    base = [_value(c) for c in before.cells[1:]]
-    patched = [_value(c) for c in after.cells[1:]]
-    if len(base) < 2 or any(v is None for v in base + patched):
+    return _samples(list(before.cells[1:]), list(after.cells[1:]), kernels, unit_word,
+                    benchmarks, after.line)  # fmt: skip
+
+
+def _samples(
+    base_cells: list[str], patched_cells: list[str], kernels: tuple[str, str],
+    unit_word: str | None, benchmarks: Sequence[str], line: BodyLine,
+) -> Measurement | None:  # fmt: skip
+    """One metric's measurement from each kernel's runs, or None unless every cell is a value
+    and each kernel has two runs or more."""
+    base = [_value(c) for c in base_cells]
+    patched = [_value(c) for c in patched_cells]
+    if len(base) < 2 or len(patched) < 2 or any(v is None for v in base + patched):
         return None
     samples_base = tuple(v.value for v in base if v)
     samples_patched = tuple(v.value for v in patched if v)
@@ -354,7 +349,7 @@ def _run_columns(
         cv_base_pct=cv_pct(samples_base), cv_patched_pct=cv_pct(samples_patched),
         spread_source="samples", higher_is_better=higher_is_better(unit, benchmarks),
         samples_base=samples_base, samples_patched=samples_patched,
-        base_label=kernels[0], patched_label=kernels[1], line=after.line,
+        base_label=kernels[0], patched_label=kernels[1], line=line,
     )  # fmt: skip
 
 
