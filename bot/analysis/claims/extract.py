@@ -1,8 +1,9 @@
 """Finding every performance claim in a message body, numbered in body order.
 
 Each block of one quote depth is read in turn: tools' tables and sections first, then tables of
-runs, then comparison tables (one value a cell), then before/after blocks (a kernel's name on a
-line, its metrics under it), then before/after line pairs, then "from X to
+statistics columns (MEAN, STDDEV, ... over kernel rows), then tables of runs, then comparison
+tables (one value a cell), then before/after blocks (a kernel's name on a line, its metrics
+under it), then before/after line pairs, then "from X to
 Y" sentences, then percentages in the remaining sentences; a line read as one claim is not read
 again as another. A percentage written just below a table (nothing but
 blank lines between) refers to that table.

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from bot.analysis.claims.judge_measurement import significant
 from bot.analysis.claims.judgement import ColumnJudgement, Judgement, level_pct
 from bot.analysis.claims.model import ResultTable, TableColumn, fmt_value
-from bot.analysis.verdict import DEFAULT_ALPHA, Comparison, compare, judge_metrics
+from bot.analysis.verdict import Comparison, compare, judge_metrics
 
 # A mean this far (in percentage points) from the Hodges-Lehmann estimate is being moved by a few
 # runs, not by the bulk of them: the reader is told not to trust it.
@@ -61,7 +61,8 @@ def judge_table(table: ResultTable, *, delta: float, alpha: float) -> Judgement:
             other.label,
             family[label],
             known,
-            _column_notes(base, other, comparison) + _family_note(family[label], len(alone)),
+            _column_notes(base, other, comparison, alpha)
+            + _family_note(family[label], len(alone)),
             alone=comparison,
         )
         for label, (base, other, comparison, known) in alone.items()
@@ -93,9 +94,11 @@ def too_few_runs(n_base: int, n_patched: int, alpha: float) -> str | None:
             "runs are needed to tell.")
 
 
-def _column_notes(base: TableColumn, other: TableColumn, comparison: Comparison) -> tuple[str, ...]:
+def _column_notes(
+    base: TableColumn, other: TableColumn, comparison: Comparison, alpha: float
+) -> tuple[str, ...]:
     notes = []
-    few = too_few_runs(len(base.samples), len(other.samples), DEFAULT_ALPHA)
+    few = too_few_runs(len(base.samples), len(other.samples), alpha)
     if few:
         notes.append(f"{other.label}: {few[0].lower()}{few[1:]}")
     # Outliers on the worse side only (slow runs when lower is better): those a user suffers.

@@ -9,16 +9,17 @@ then a line naming the other kernel with the same metrics under it, read into me
                                                  Without:
                                                  user    2910.872 ...
 
-A heading is a side's name alone on its line ("Before:", "Without:", "w/o patch:", "== without
-async reclaim =="), or with a
-remark after the colon that holds no value of its own; the changes a remark states ("-54.7% sys
-time") are the author's for the metrics they name. Under it, each line holds `name: value`
-pairs (commas between them) or one `name  value` (`real  0m13.460s`, a time in minutes and
-seconds being read as seconds); a value followed by `:` and more numbers, on that line and the
-lines after it, is given with its runs. Two headings of opposite sides in one block make a
-pair, whichever comes first; a metric is compared when both sides name it. Kairui Song's swap
-allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap series were read as nothing
-but their stated percentages.
+A heading is a side's name alone on its line ("Before:", "Without:", "w/o patch:", "The old
+scheme:", "== without async reclaim =="), with a remark after the colon that holds no value of
+its own (the changes a remark states, "-54.7% sys time", are the author's for the metrics they
+name), or with the side's metrics on that line ("Before: sys time: 6121.0s  64kB/swpout:
+1638155"). Under a heading alone, each line holds `name: value` pairs (commas between them), one
+`name  value` (`real  0m13.460s`, a time in minutes and seconds read as seconds), or a mean and
+its spread over the runs (`real: mean: 125.1s, stdev: 0.12s`); a value followed by `:` and more
+numbers, on that line and the lines after it, is given with its runs. Two headings of opposite
+sides in one block make a pair, whichever comes first; a metric is compared when both sides
+name it. Kairui Song's swap allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap
+series were read as nothing but their stated percentages.
 """
 
 from __future__ import annotations
