@@ -53,7 +53,7 @@ _CHANGE = re.compile(
     r"improvement|impr\.?|regression|d%|Δ|\+/-)$",
     re.IGNORECASE,
 )
-_PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")
+_PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\s?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")  # "- 2%" too
 _RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter\w*|trial|round)\s*#?\s*\d+):?$", re.I)
 _RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", re.I)
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
@@ -172,7 +172,7 @@ def _change(cell: str, label: str) -> str:
 
 def _percent(cell: str) -> float | None:
     match = _PERCENT.match(cell)
-    return float(match.group("pct")) if match else None
+    return float(match.group("pct").replace(" ", "")) if match else None
 
 
 def _unit_in(label: str) -> str | None:
@@ -383,9 +383,12 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
     after = [k for k, label in enumerate(labels) if side_of_label(label) == "after"]
     change = [k for k, label in enumerate(labels) if _CHANGE.match(label.strip())]
     others = [k for k in range(len(labels)) if k not in before + after + change]
-    # "origin" and "balancer", "BASE" and "TEST": the kernel before, and the other
-    if len(before) == 1 and not after and len(others) == 1:
-        after = [] if _SPREAD.search(labels[others[0]]) else others
+    # "origin" and "balancer", "v6.8-rc1" and "New": the kernel one side names, and the other
+    if len(others) == 1 and not _SPREAD.search(labels[others[0]]):
+        if len(before) == 1 and not after:
+            after = others
+        elif len(after) == 1 and not before:
+            before = others
     if len(before) != 1 or len(after) != 1 or len(change) > 1:
         return None
     if len(labels) != 2 + len(change):

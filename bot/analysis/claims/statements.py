@@ -282,6 +282,8 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
             continue  # "performance-process-100%-page_fault3", "nr_threads: 100%": a setting
         if _SETUP_AFTER.match(text, match.end()):
             continue  # "threads of 25%, 50% and 100% of number of CPUs": the size of a setup
+        if _SPREAD_BEFORE.search(before):
+            continue  # "(stddev < 1%)": the noise of the runs, not a change
         if _CONFIDENCE_AFTER.match(text, match.end()):
             continue  # "95% CI does not overlap", "at 95% confidence": a level of confidence
         if (match.group("one") is not None and _OF_BASE.match(text, match.end())
@@ -363,6 +365,11 @@ _FASTER = {"faster", "quicker", "better", "higher"}
 _SETUP_AFTER = re.compile(
     r"(?:\s*(?:,|and|or)\s*\d+(?:\.\d+)?%)*\s*of\s+(?:the\s+)?(?:number\s+of\s+|total\s+|all\s+)?"
     r"(?:CPUs?|cores?|threads|memory|RAM|nodes?|the\s+machine)\b|\s+(?:test\s+)?cases?\b",
+    re.IGNORECASE,
+)
+_SPREAD_BEFORE = re.compile(
+    r"\b(?:std\.?\s*dev\w*|stdev|deviation|variance|cv|noise|jitter|variation)\s*"
+    r"(?:is\s+|of\s+|was\s+)?(?:<|<=|>|~|=|:|below|under|within|about|around)?\s*[~±]?\s*$",
     re.IGNORECASE,
 )
 _CONFIDENCE_AFTER = re.compile(

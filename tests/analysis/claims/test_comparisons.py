@@ -276,3 +276,18 @@ def test_a_run_a_column_and_too_few_runs_to_tell() -> None:
     assert measured.checks == ("With 3 and 3 runs the rank test cannot reach p <= 0.05 however "
                                "the runs fall (its smallest p is 0.1): more runs are needed to "
                                "tell.",)  # fmt: skip
+
+
+def test_the_patched_kernel_named_and_the_other_is_the_one_before() -> None:
+    # David Hildenbrand's fork() runtimes (linux-mm, 2024): "v6.8-rc1" and "New", a change
+    # column with a blank inside "- 2%".
+    [claim] = tables("""\
+        Folio Size | v6.8-rc1 |      New | Change
+        ------------------------------------------
+               4KiB | 0.014328 | 0.014035 |   - 2%
+              16KiB | 0.014263 | 0.01196  |   -16%
+        """)
+    got = measured(claim)
+    assert got["4KiB"][:2] == (0.014328, 0.014035) and got["4KiB"][4] == -2
+    assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
+        "v6.8-rc1", "New")
