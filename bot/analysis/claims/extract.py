@@ -85,15 +85,20 @@ def _block_claims(
     used: set[int] = set()
 
     prose_counts = [c for c in counts if not _TOOL_COUNT.search(c.line.text)]
-    lkp = find_lkp_tables(block, None, budget, continues=lkp_ids.get(block.depth, ()))
-    if lkp:
-        lkp_ids[block.depth] = lkp[-1][2]
-    for layout, found in (("lkp", lkp), ("mmtests", _mmtests(block, lkp, budget))):
+
+    def summarise(layout: str, found: Sequence[_Found]) -> None:
+        """Each table found as a summary claim, with the run count stated above it."""
         for measurements, lines, kernels in found:
             runs = _count_before(lines[0].number, prose_counts)
             measurements = [_with_runs(m, runs) for m in measurements]
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
             used.update(line.number for line in lines)
+
+    lkp = find_lkp_tables(block, None, budget, continues=lkp_ids.get(block.depth, ()))
+    if lkp:
+        lkp_ids[block.depth] = lkp[-1][2]
+    summarise("lkp", lkp)
+    summarise("mmtests", _mmtests(block, lkp, budget))
     runs_at = partial(_count_before, counts=prose_counts)
     for measurements, lines, kernels in find_tool_sections(_without(block, used), runs_at,
                                                            budget):  # fmt: skip
@@ -102,11 +107,7 @@ def _block_claims(
             claims.append(_summary_claim(layout, measurements, lines, kernels, block, names))
             used.update(line.number for line in lines)
 
-    for measurements, lines, kernels in find_stat_column_tables(_without(block, used), budget):
-        runs = _count_before(lines[0].number, prose_counts)
-        measurements = [_with_runs(m, runs) for m in measurements]
-        claims.append(_summary_claim("table", measurements, lines, kernels, block, names))
-        used.update(line.number for line in lines)
+    summarise("table", find_stat_column_tables(_without(block, used), budget))
 
     tables = find_tables(_without(block, used), names, budget)
     for found in tables:
@@ -116,18 +117,8 @@ def _block_claims(
         claims.append(_table_claim(found, block, names, counts))
         used.update(line.number for line in found.lines)
 
-    for measurements, lines, kernels in find_comparison_tables(_without(block, used), names,
-                                                               budget):
-        runs = _count_before(lines[0].number, prose_counts)
-        measurements = [_with_runs(m, runs) for m in measurements]
-        claims.append(_summary_claim("table", measurements, lines, kernels, block, names))
-        used.update(line.number for line in lines)
-
-    for measurements, lines, kernels in find_side_blocks(_without(block, used), budget):
-        runs = _count_before(lines[0].number, prose_counts)
-        measurements = [_with_runs(m, runs) for m in measurements]
-        claims.append(_summary_claim("side blocks", measurements, lines, kernels, block, names))
-        used.update(line.number for line in lines)
+    summarise("table", find_comparison_tables(_without(block, used), names, budget))
+    summarise("side blocks", find_side_blocks(_without(block, used), budget))
 
     for before, after in before_after_pairs(block, used):
         claims.append(_before_after_claim(before, after, block, names, counts))
@@ -168,9 +159,11 @@ def _block_claims(
     return claims
 
 
-def _mmtests(
-    block: Block, lkp: Sequence[tuple[object, Sequence[BodyLine], object]], budget: Budget
-) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]]:
+# What every table reader returns: its measurements, the lines read, and the kernels' names.
+_Found = tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, ...]]
+
+
+def _mmtests(block: Block, lkp: Sequence[_Found], budget: Budget) -> list[_Found]:
     """mmtests tables in the lines no lkp table took."""
     taken = {line.number for _, lines, _ in lkp for line in lines}
     return find_mmtests_tables(_without(block, taken), None, budget)
