@@ -63,6 +63,7 @@ _MEAN_SD = re.compile(
     rf"(?P<sd>{NUMBER})\s*[A-Za-z]*\s*$",
     re.IGNORECASE,
 )
+_LONGEST_LINE = 500  # a heading or metric line is short; longer ones are not read
 _GAP_LINES = 12  # lines between a side's metrics and the other side's heading at most
 _TIME_OUTPUT = {"real", "user", "sys", "system"}  # `time`'s lines: seconds
 
@@ -125,6 +126,8 @@ def _heading(text: str) -> tuple[str, str, dict[str, float], str] | None:
     """(side, label, stated changes, metrics on the line itself) of a line naming a kernel, or
     None."""
     text = normalize_text(text)
+    if len(text) > _LONGEST_LINE:
+        return None  # a wall of words: the metric patterns would cost its length squared
     ruled = _RULED.match(text)
     match = ruled or _HEADING.match(text)
     if match is None:
@@ -152,7 +155,7 @@ def _metrics(
     while i < len(lines):
         budget.charge()
         text = normalize_text(lines[i].text)
-        if not text.strip() or len(text) > 500 or _heading(text) is not None:
+        if not text.strip() or len(text) > _LONGEST_LINE or _heading(text) is not None:
             break
         mean_sd = _MEAN_SD.match(text)
         if mean_sd is not None:

@@ -135,3 +135,11 @@ def test_mean_and_stdev_under_a_side_an_article_leads() -> None:
     assert (real.base, real.patched, real.unit) == (125.78, 125.1, "s")
     assert round(real.cv_base_pct, 4) == round(100 * 0.45 / 125.78, 4)
     assert (real.base_label, real.patched_label) == ("The old scheme", "With the new scheme")
+
+
+def test_a_side_s_line_longer_than_a_heading_is_not_read() -> None:
+    # A side's name before a wall of words cost the metric patterns its length squared (40,000
+    # words took half a minute); a line over 500 characters is no heading, whatever it holds.
+    assert blocks("Before: " + "word " * 40_000 + "\nAfter: x\n") == []
+    long_line = " ".join(f"m{i}: {i + 1}" for i in range(100))
+    assert blocks(f"Before: {long_line}\nAfter:  {long_line}\n") == []
