@@ -77,6 +77,15 @@ def find_tables(
             continue
         if headers is None:
             headers = [str(c + 1) for c in range(ncols)]
+        setups = _setup_columns(headers, rows)
+        if setups and any(len({r[c] for r in rows}) > 1 for c in range(setups)):
+            # Each row a setup (hackbench's `Procs  NR` before the kernels' times), not a run.
+            i = after
+            continue
+        if setups:
+            rows, headers = [r[setups:] for r in rows], headers[setups:]
+            summary, ncols = summary[setups:], ncols - setups
+            kernels = kernels[setups:] if kernels else None
         if kernels is None:
             if all(_FLOAT.match(h) for h in headers):
                 kernels = [""] * ncols  # parameters of one kernel's runs (threads, groups, ...)
@@ -106,6 +115,31 @@ def find_tables(
         found.append(TableFound(table, spanned))
         i = max(i + 1, next(k for k in range(i, len(lines)) if lines[k] is last) + 1)
     return found
+
+
+# A column heading that names a test's parameter rather than a kernel.
+_SETUP_HEADING = re.compile(
+    r"^(?:procs?|process(?:es)?|nr|nr_\w+|threads?|tasks?|groups?|clients?|jobs|workers|cpus?|"
+    r"nodes?|size|bs|block ?size|order|loops?|depth|iodepth|users|connections|conns|instances|"
+    r"warehouses|vcpus?|memory|mem)$",
+    re.IGNORECASE,
+)
+
+
+def _setup_columns(headers: Sequence[str], rows: Sequence[Sequence[float]]) -> int:
+    """How many leading columns are a test's parameters: named as one (`Procs`, `NR`,
+    `threads`), or whole numbers that repeat down the column (`100 100 10 10 1 1`) while a
+    column after them still names something else."""
+    count = 0
+    for c, header in enumerate(headers[:-1]):
+        values = [r[c] for r in rows]
+        repeated = all(v == int(v) for v in values) and len(set(values)) < len(values)
+        if _SETUP_HEADING.match(header.strip()) or (repeated and not _FLOAT.match(header)
+                                                    and c + 1 < len(headers) - 1):
+            count += 1
+        else:
+            break
+    return count
 
 
 def _column(
@@ -147,15 +181,43 @@ def _kernel_row_tables(
 ) -> Iterable[TableFound]:
     """Consecutive lines each holding one kernel's runs (three or more numbers after a label)."""
     group: list[tuple[BodyLine, str, tuple[float, ...], str | None]] = []
+    above: BodyLine | None = None  # the last line with text before the group
     for line in [*lines, None]:
         budget.charge()
         row = _kernel_row(line) if line is not None else None
         if row and (not group or len(row[1]) == len(group[0][2])):
             group.append((line, *row))  # type: ignore[arg-type]
             continue
-        if len(group) >= 2 and not SUMMARY_LABEL.match(group[0][1]) and _kernels(group):
+        if (
+            len(group) >= 2
+            and not SUMMARY_LABEL.match(group[0][1])
+            and _kernels(group)
+            and not _names_columns(above, len(group[0][2]))
+        ):
             yield _rows_table(group, benchmarks)
+        if group:
+            above = group[-1][0]
         group = [(line, *row)] if row and line is not None else []  # type: ignore[list-item]
+        if not group and line is not None and line.text.strip():
+            above = line
+
+
+# A column heading that numbers runs ("run1", "#2", "3", "iter4", "1st"): rows under such
+# headings are still each a kernel's runs.
+_RUN_HEADING = re.compile(
+    r"^(?:(?:run|iter(?:ation)?|trial|test|round)\s*#?\s*\d+|#\s*\d+|\d+(?:st|nd|rd|th)?)\S?$",
+    re.IGNORECASE,
+)
+
+
+def _names_columns(above: BodyLine | None, values: int) -> bool:
+    """Whether the line above rows of `values` numbers names each column other than as a run:
+    then the columns are the kernels and the rows' labels are metrics or percentiles, as in
+    schbench's `50.0000th:  9  13  9` under `base  base+revert  base+this_patch`."""
+    if above is None:
+        return False
+    names = [t for _, t in _columns_at(normalize_text(above.text).strip())]
+    return len(names) == values and not all(_RUN_HEADING.match(n) for n in names)
 
 
 # What a kernel's name looks like when it names no side: a version, a tree, a patch.
@@ -172,8 +234,12 @@ def _kernels(group: Sequence[tuple[BodyLine, str, tuple[float, ...], str | None]
     four setups ("memcg_swap_fail", "sys time (sec)") are no kernels' runs."""
     labels = [label for _, label, _, _ in group]
     return any(side_of_label(label) for label in labels) or all(
-        _KERNELISH.search(label) for label in labels
+        _KERNELISH.search(label) and not _PERCENTILE.match(label) for label in labels
     )
+
+
+# A percentile's label ("99.9000th", "p99.5", "95%"): a latency tool's row, never a kernel.
+_PERCENTILE = re.compile(r"^\*?(?:p\d+(?:\.\d+)?|\d+(?:\.\d+)?(?:th|%))$", re.IGNORECASE)
 
 
 def _kernel_row(line: BodyLine) -> tuple[str, tuple[float, ...], str | None] | None:

@@ -111,3 +111,56 @@ def test_a_row_of_a_tool_s_numbers_is_no_kernel_named_by_its_first_number() -> N
         """)
     result = analyse_message("s", "a <a@b.c>", body)
     assert [j.claim.kind for j in result.claims] == []
+
+
+def test_percentile_rows_under_named_kernels_are_no_kernels_runs() -> None:
+    # schbench, quoted by Peter Zijlstra (LKML, 2022): the columns are three kernels, each row a
+    # percentile; "50.0000th" was read as a kernel and the others judged against it.
+    body = textwrap.dedent("""\
+        > Latency percentiles (usec):
+        >                 base      base+revert_f3dd3f674555   base+this_patch
+        > 50.0000th:         9                            13                 9
+        > 75.0000th:        12                            19                12
+        > 90.0000th:        15                            22                15
+        > 95.0000th:        18                            24                17
+        > *99.0000th:       27                            31                24
+        > 99.5000th:      3364                            33                27
+        > 99.9000th:     12560                            36                30
+        """)
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert [j.claim.kind for j in result.claims if j.claim.kind == "table"] == []
+
+
+def test_rows_of_setups_before_the_kernels_are_no_runs() -> None:
+    # Christoph Lameter's hackbench table (linux-mm, 2010): `Procs` and `NR` are hackbench's
+    # arguments; read as kernels, "NR" was a +199900% regression against "Procs".
+    body = (
+        "Procs\tNR\t\tSLAB\tSLUB\tSLUB+Queuing\n"
+        "----------------------------------------------------\n"
+        "100\t200000\t\t2741.3\t2764.7\t2231.9\n"
+        "100\t20000\t\t279.3\t270.3\t219.0\n"
+        "100\t20000\t\t278.0\t273.1\t219.2\n"
+        "10 \t20000\t\t34.0\t35.6\t28.8\n"
+        "10\t20000\t\t30.3\t35.2\t28.4\n"
+        "1\t20000\t\t6.4\t6.7\t6.5\n"
+        "1\t20000\t\t6.3\t6.8\t6.5\n"
+    )
+    result = analyse_message("s", "a <a@b.c>", body)
+    assert [j.claim.kind for j in result.claims if j.claim.kind == "table"] == []
+
+
+def test_a_constant_setup_column_is_left_out_of_the_runs() -> None:
+    [judged] = claims(
+        """\
+        threads   vanilla   patched
+        16        12.31     11.70
+        16        12.40     11.75
+        16        12.28     11.69
+        16        12.35     11.72
+        16        12.33     11.74
+        Times in seconds.
+        """
+    )
+    table = judged.claim.table
+    assert [c.kernel for c in table.columns] == ["vanilla", "patched"]
+    assert table.columns[0].samples == (12.31, 12.40, 12.28, 12.35, 12.33)
