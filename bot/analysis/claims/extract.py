@@ -39,6 +39,7 @@ from bot.analysis.claims.statements import (
     RunCount,
     before_after_pairs,
     find_run_counts,
+    level_rows,
     parse_number,
     percentages,
     runs_for,
@@ -136,7 +137,8 @@ def _block_claims(
                 used.update(line.number for line in sentence.lines)
 
     after_table = _tables_by_next_line(tables, block)
-    for sentence in sentences(block, skip=used):
+    levels = level_rows(_without(block, used).lines)
+    for sentence in sentences(block, skip=used | levels):
         if len(sentence.text) > MAX_SENTENCE:
             continue
         for change in percentages(sentence):

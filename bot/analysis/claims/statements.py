@@ -310,6 +310,59 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
     return found
 
 
+# A row of a table: three or more cells apart by two blanks or more, two of them numbers.
+_CELL = re.compile(r"\S+(?: \S+)*")
+_NUMERIC_CELL = re.compile(rf"^[-+~]?{NUMBER}\s*%?[A-Za-z/]*$")
+_PERCENT_CELL = re.compile(rf"^[-+~]?{NUMBER}\s*%$")
+_RULE = re.compile(r"^[\s\-=_+|*~]*$")
+# A column heading that makes its percentages changes: "%change", "delta", "[ vs. v3.7]".
+_CHANGE_HEADING = re.compile(
+    r"change|chg|diff|delta|\bvs\b|gain|improv|speed-?up|regress|slow|fast", re.IGNORECASE
+)
+
+
+def level_rows(lines: Sequence[BodyLine]) -> set[int]:
+    """The numbers of the lines that are rows of a table no reader took, with a percentage under
+    a column heading that names no change: such percentages are values of the table (Waiman
+    Long's `Overhead %age`, `100.0%` with no patch applied), not changes stated in prose. A
+    percentage under no heading, or under `%change` or `[ vs. v3.7]`, stays a change."""
+    found: set[int] = set()
+    table: list[BodyLine] = []
+    for at, line in enumerate([*lines, None]):
+        row = line is not None and _table_row(line.text)
+        if row and (not table or line.number == table[-1].number + 1):  # type: ignore[union-attr]
+            table.append(line)  # type: ignore[arg-type]
+            continue
+        if len(table) >= 2:
+            first = at - len(table)
+            heading = [ln.text for ln in lines[max(0, first - 3):first]
+                       if ln.number >= table[0].number - 3 and not _RULE.match(ln.text)]
+            found.update(ln.number for ln in table if _levels_under(ln.text, heading))
+        table = [line] if row else []  # type: ignore[list-item]
+    return found
+
+
+def _table_row(text: str) -> bool:
+    if len(text) > 500:
+        return False
+    cells = [c for c in re.split(r" {2,}|\t", text.strip()) if c]
+    return len(cells) >= 3 and sum(1 for c in cells if _NUMERIC_CELL.match(c)) >= 2
+
+
+def _levels_under(row: str, heading: Sequence[str]) -> bool:
+    """Whether a percentage of the row stands under heading words that name no change."""
+    for cell in re.finditer(r"\S+(?: \S+)?", row):
+        if not _PERCENT_CELL.match(cell.group(0)):
+            continue
+        above = " ".join(
+            word.group(0) for line in heading for word in _CELL.finditer(line)
+            if word.start() < cell.end() and cell.start() < word.end()
+        )
+        if above.strip(" |[]") and not _CHANGE_HEADING.search(above):
+            return True
+    return False
+
+
 def _level(text: str, level: float, start: int) -> StatedChange:
     """"latency reduces to 60% of the original": a level, the change -40%; better or worse as
     the quantity named before it is better lower or higher."""
@@ -372,7 +425,9 @@ _SPREAD_BEFORE = re.compile(
     r"(?:is\s+|of\s+|was\s+)?(?:<|<=|>|~|=|:|below|under|within|about|around)?\s*[~±]?\s*$",
     re.IGNORECASE,
 )
+# "95% CI", "with 80% and 95% confidence"
 _CONFIDENCE_AFTER = re.compile(
+    r"(?:\s*(?:,|and|or)\s*\d+(?:\.\d+)?%)*"
     r"\s*(?:CI\b|C\.I\.|confidence|conf\b|significance\b|credible)", re.IGNORECASE
 )
 _INSIDE_INTERVAL = re.compile(

@@ -200,3 +200,36 @@ def test_a_confidence_level_is_no_change() -> None:
         fix_size_alloc_test with h:1 and p:16,64,256 regress by ~6% on Altra.
         """)
     assert [c.claim.change.low_pct for c in result.claims] == [6]
+    # Chris Li (linux-mm, 2023): "80%" is the lower of two confidence levels, not a gain
+    result = analysed("""\
+        Chun-Tse did some benchmark in chromebook, showing that
+        zram_wait_metrics improve about 15% with 80% and 95% confidence.
+        """)
+    assert [c.claim.change.low_pct for c in result.claims] == [15]
+
+
+def test_a_percentage_column_of_a_table_is_no_change_unless_its_heading_says_so() -> None:
+    # Waiman Long's table (linux-mm, 2021, quoted by Masayoshi Mizuma): the accounting overhead
+    # left after each set of patches, as a share of the first. "100.0%" was a 100% regression.
+    levels = analysed("""\
+        > With memory accounting enabled, the run times with the application of various
+        > patches in the patchset were:
+        >
+        >   Applied patches   Run time   Accounting overhead   Overhead %age
+        >   ---------------   --------   -------------------   -------------
+        >        None          10.800s         7.952s              100.0%
+        >         1-2           9.140s         6.292s               79.1%
+        >         1-3           7.641s         4.793s               60.3%
+        >         1-5           6.801s         3.953s               49.7%
+        """)
+    assert [c.claim.kind for c in levels.claims if c.claim.kind == "percentage"] == []
+    # Ingo Molnar's (linux-mm, 2012): a change column under "[ vs. v3.7]" stays one
+    changes = analysed("""\
+        >   [ seconds         ]    v3.7  AutoNUMA   |  numa/core-v16    [ vs. v3.7]
+        >   [ lower is better ]   -----  --------   |  -------------    -----------
+        >                                           |
+        >   numa01                340.3    192.3    |      139.4          +144.1%
+        >   numa01_THREAD_ALLOC   425.1    135.1    |      121.1          +251.0%
+        >   numa02                 56.1     25.3    |       17.5          +220.5%
+        """)
+    assert [c.claim.change.low_pct for c in changes.claims] == [144.1, 251.0, 220.5]
