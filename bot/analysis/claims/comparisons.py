@@ -54,7 +54,7 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 _PERCENT = re.compile(r"^\s*\(?\s*(?P<pct>[-+]?\s?\d+(?:\.\d+)?)\s*%\s*\)?\s*$")  # "- 2%" too
-_RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter\w*|trial|round)\s*#?\s*\d+):?$", re.I)
+_RUN = re.compile(r"^(?:#?\s*\d+|(?:run|iter[a-z]*|trial|round)[-_]?\s*#?\s*\d+):?$", re.I)
 _RUN_WORD = re.compile(r"\b(?:runs?|rounds?|iter\w*|trials?)\b|^(?:#|no\.?)$", re.I)
 _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.I)
 _PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
@@ -113,7 +113,26 @@ def _cells(text: str) -> tuple[str, ...] | None:
     else:  # "52739.45 (    +0.00%) 2267500.33 (   -32.71%)": a change's padding splits no
         # cell, and a change in brackets ends one
         cells = _CELL_END.split(_PADDED.sub(r"(\1) ", text).strip())
+        if len(cells) == 1:
+            cells = _single_spaced(text)
     return tuple(cells) if len(cells) >= 2 else None
+
+
+_HEADING_WORD = re.compile(r"^[A-Za-z][\w/%()+-]*$")
+
+
+def _single_spaced(text: str) -> list[str]:
+    """The cells of a short table written with single blanks (`type swap-in swap-out` over
+    `base 863240 989945`, Joonsoo Kim): a word and values, or three to six words; else one
+    cell, the line being prose."""
+    words = text.split()
+    if not 3 <= len(words) <= 6:
+        return [text]
+    if all(_VALUE.match(w) for w in words[1:]) and not _VALUE.match(words[0]):
+        return words
+    if all(_HEADING_WORD.match(w) for w in words):
+        return words
+    return [text]
 
 
 def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row], int]:

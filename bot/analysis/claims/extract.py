@@ -22,6 +22,7 @@ from bot.analysis.claims.benchmarks import (
     block_benchmarks,
     change_direction,
     higher_is_better,
+    metric_higher_is_better,
 )
 from bot.analysis.claims.comparisons import find_comparison_tables
 from bot.analysis.claims.lkp import find_lkp_tables
@@ -296,6 +297,7 @@ def _before_after_claim(
     stated = runs_for(before.line.number, counts)
     benchmarks = tuple(names)
     unit = before.unit or after.unit
+    named = before.metric if before.metric == after.metric else None
     pair = BeforeAfter(
         before.label,
         before.value,
@@ -303,12 +305,12 @@ def _before_after_claim(
         after.value,
         unit,
         after.stated_pct if after.stated_pct is not None else before.stated_pct,
-        higher_is_better(unit, benchmarks),
+        metric_higher_is_better(named, unit) if named else higher_is_better(unit, benchmarks),
     )
     pct = pair.stated_pct if pair.stated_pct is not None else round(pair.computed_pct, 2)
     runs = before.n or after.n or (stated.runs if stated else None)
     measurement = Measurement(
-        metric=unit or (benchmarks[0] if benchmarks else "value"),
+        metric=named or unit or (benchmarks[0] if benchmarks else "value"),
         base=before.value,
         patched=after.value,
         unit=unit,

@@ -25,7 +25,7 @@ _RUNS = [
         r"\b(?:measured|mesured|run|ran|repeated|executed|tested)\s+(\d+)\s+times\b", re.IGNORECASE
     ),
     re.compile(r"\b(\d+)\s+times\s+(?:each|per\s+\w+|average[ds]?|avg|mean)\b", re.IGNORECASE),
-    re.compile(r"\b(?:averag\w*|avg)\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
+    re.compile(r"\b(?:averag\w*|avg|mean)\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
     # "12 test run for each case" (Kairui Song): the singular, when "each" or "per" follows
     re.compile(
         r"\b(\d+)\s+(?:test\s+|benchmark\s+)?run\s+(?:for\s+)?(?:each|per)\b", re.IGNORECASE
@@ -84,6 +84,15 @@ _BA_LINE = re.compile(
     rf"\(.*?\)|[\w.+-]+))?)\s*(?::|=|\s)\s*(?P<value>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?"
     rf"(?P<rest>.*)$"
 )
+# "thp swp throughput w/o patch: 2734bytes/ms" (Barry Song): a metric, then the side
+_METRIC_SIDE_LINE = re.compile(
+    rf"^\s*[-*]?\s*(?P<metric>[A-Za-z][\w.+/()-]*(?: [A-Za-z][\w.+/()-]*){{0,4}})\s+"
+    rf"(?P<label>w/o|w/|without|with|before|after)\s*(?:the\s+)?(?:patch(?:es|set)?|series|"
+    rf"change)\s*:\s*(?P<value>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+# What follows a kernel's version rather than a value: "6.16-rc4", "6.8.0", "6.1-next"
+_VERSION_GOES_ON = re.compile(r"^(?:-rc\d|\.\d|-next\b|-mm\b|\+)")
 _PCT_IN_PARENS = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?)\s*%\s*\)|([-+]\d+(?:\.\d+)?)\s*%")
 # "about", "around", "~" before a figure hedge it; the figure is still the one compared.
 _ABOUT = r"(?:(?:about|around|approx\.?|approximately|roughly|nearly|~)\s*)?"
@@ -109,6 +118,7 @@ class LabelledValue:
     stated_pct: float | None
     sd: float | None = None  # "± 120" after the value: a standard deviation over the runs
     n: int | None = None  # "(n=10)" or "10 runs" on the line
+    metric: str | None = None  # what the line names before its side ("throughput w/o patch:")
 
 
 def parse_number(text: str) -> float:
@@ -133,15 +143,19 @@ def side_of_label(label: str) -> str | None:
 def _labelled_value(line: BodyLine) -> LabelledValue | None:
     if len(line.text) > 500:
         return None
-    match = _BA_LINE.match(normalize_text(line.text))
-    if not match:
-        return None
+    text = normalize_text(line.text)
+    match = _BA_LINE.match(text)
+    first = match.group("label").strip().lower().split()[0] if match else ""
+    if first not in _BEFORE_WORDS and first not in _AFTER_WORDS:
+        match = _METRIC_SIDE_LINE.match(text)  # "thp swp throughput w/o patch: 2734bytes/ms"
+        if not match:
+            return None
+        first = match.group("label").lower()
     label = match.group("label").strip()
-    first = label.lower().split()[0]
-    side = "before" if first in _BEFORE_WORDS else "after" if first in _AFTER_WORDS else None
-    if side is None:
-        return None
+    side = "before" if first in _BEFORE_WORDS else "after"
     rest = match.group("rest") or ""
+    if _VERSION_GOES_ON.match(rest):
+        return None  # "base  6.16-rc4 + 1-9 patches": a kernel's version, not a result
     # A sentence ("with 16 threads on ...") is not a result line.
     if len(re.findall(r"[A-Za-z]{3,}", rest)) > 3:
         return None
@@ -157,8 +171,10 @@ def _labelled_value(line: BodyLine) -> LabelledValue | None:
         stated = float(pct.group(1) or pct.group(2))
     runs = _N_ON_LINE.search(rest)
     n = int(runs.group(1) or runs.group(2)) if runs else None
+    metric = match.groupdict().get("metric")
     return LabelledValue(
-        line, side, label.rstrip(":"), parse_number(match.group("value")), unit, stated, sd, n
+        line, side, label.rstrip(":"), parse_number(match.group("value")), unit, stated, sd, n,
+        metric,
     )
 
 

@@ -205,7 +205,7 @@ def _kernel_row_tables(
 # A column heading that numbers runs ("run1", "#2", "3", "iter4", "1st"): rows under such
 # headings are still each a kernel's runs.
 _RUN_HEADING = re.compile(
-    r"^(?:(?:run|iter(?:ation)?|trial|test|round)\s*#?\s*\d+|#\s*\d+|\d+(?:st|nd|rd|th)?)\S?$",
+    r"^(?:(?:run|iter(?:ation)?|trial|test|round)[-_]?\s*#?\s*\d+|#\s*\d+|\d+(?:st|nd|rd|th)?)\S?$",
     re.IGNORECASE,
 )
 

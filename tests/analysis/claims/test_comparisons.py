@@ -291,3 +291,18 @@ def test_the_patched_kernel_named_and_the_other_is_the_one_before() -> None:
     assert got["4KiB"][:2] == (0.014328, 0.014035) and got["4KiB"][4] == -2
     assert (claim.measurements[0].base_label, claim.measurements[0].patched_label) == (
         "v6.8-rc1", "New")
+
+
+def test_a_table_written_with_single_blanks() -> None:
+    # Joonsoo Kim (linux-mm, 2020): a metric a column; read as one pair of the last column
+    # under the benchmark named elsewhere in the mail ("ebizzy: -18.25%")
+    body = textwrap.dedent("""\
+        Here is the result. (average of 5 runs)
+
+        type swap-in swap-out
+        base 863240 989945
+        patch 681565 809273
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    pairs = [(m.metric, m.base, m.patched, m.n) for m in judged.claim.measurements]
+    assert pairs == [("swap-in", 863240, 681565, 5), ("swap-out", 989945, 809273, 5)]

@@ -233,3 +233,23 @@ def test_a_percentage_column_of_a_table_is_no_change_unless_its_heading_says_so(
         >   numa02                 56.1     25.3    |       17.5          +220.5%
         """)
     assert [c.claim.change.low_pct for c in changes.claims] == [144.1, 251.0, 220.5]
+
+
+def test_a_metric_named_before_its_side_and_a_glued_unit() -> None:
+    # Barry Song (linux-mm, 2022): read as nothing before
+    result = analysed("""\
+        thp swp throughput w/o patch: 2734bytes/ms (mean of 10 tests)
+        thp swp throughput w/  patch: 3331bytes/ms (mean of 10 tests)
+        """)
+    [m] = result.claims[0].claim.measurements
+    assert (m.metric, m.base, m.patched, m.unit) == ("thp swp throughput", 2734, 3331, "bytes/ms")
+    assert (m.n, m.higher_is_better) == (10, True)
+
+
+def test_a_kernel_s_version_after_its_side_is_no_value() -> None:
+    # Raghavendra K T (linux-mm, 2025): "6.16" twice was "+0.00%: the two are equal"
+    result = analysed("""\
+        base       6.16-rc4 + 1-9 patches of this series
+        patched =  6.16-rc4 + all patches
+        """)
+    assert result.claims == ()

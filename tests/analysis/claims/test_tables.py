@@ -164,3 +164,17 @@ def test_a_constant_setup_column_is_left_out_of_the_runs() -> None:
     table = judged.claim.table
     assert [c.kernel for c in table.columns] == ["vanilla", "patched"]
     assert table.columns[0].samples == (12.31, 12.40, 12.28, 12.35, 12.33)
+
+
+def test_rows_under_headings_that_number_runs_are_still_each_a_kernel_s_runs() -> None:
+    # Yicong Yang's unixbench shell1 (linux-mm, 2022)
+    [judged] = claims(
+        """\
+               iter-1      iter-2     iter-3
+        w/o  17708.1     17637.1    17630.1
+        w    17766.0     17752.3    17861.7
+        """
+    )
+    base, patched = judged.claim.table.columns
+    assert (base.kernel, base.samples) == ("w/o", (17708.1, 17637.1, 17630.1))
+    assert patched.samples == (17766.0, 17752.3, 17861.7)
