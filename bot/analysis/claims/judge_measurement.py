@@ -187,8 +187,10 @@ def _welch(
         t = float(stats.t.ppf(1.0 - alpha / 2.0, df))
         lo, hi = diff - t * se, diff + t * se
     ci = (100.0 * lo / m.base, 100.0 * hi / m.base)
+    size = ""
     if p <= alpha:
         verdict = direction_verdict(change, m.higher_is_better)
+        size = f" ({_size_of_change(ci, delta)})"
     elif -100 * delta < ci[0] and ci[1] < 100 * delta:
         verdict = "no change"
     else:
@@ -197,11 +199,22 @@ def _welch(
     summary = (
         f"{change:+.2f}% [{ci[0]:+.2f}%, {ci[1]:+.2f}%] Welch t p={significant(p, 2):g} "
         f"(n {n_base}/{n_patched}, CV {_side_cv(m.cv_base_pct, cv_b, bounded)}%/"
-        f"{_side_cv(m.cv_patched_pct, cv_p, bounded)}%): {verdict}"
+        f"{_side_cv(m.cv_patched_pct, cv_p, bounded)}%): {verdict}{size}"
     )
     return MeasurementJudgement(
         "judged", verdict, summary, "Welch t on mean ± sd", change, ci, p, tuple(extra)
     )
+
+
+def _size_of_change(ci: tuple[float, float], delta: float) -> str:
+    """How a real change compares with the smallest change of interest, in the words the run
+    tables use (`Comparison.words`): Nhat Pham's -0.54% [-0.98%, -0.10%] is real but small."""
+    label = f"{100 * delta:g}%"
+    if -100 * delta < ci[0] and ci[1] < 100 * delta:
+        return f"real, but below the {label} of interest"
+    if ci[0] >= 100 * delta or ci[1] <= -100 * delta:
+        return f">= {label}"
+    return f"may be < {label}"
 
 
 def _side_cv(printed: float | None, used: float, bounded: bool) -> str:

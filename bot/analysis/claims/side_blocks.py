@@ -155,6 +155,9 @@ def _metrics(
     while i < len(lines):
         budget.charge()
         text = normalize_text(lines[i].text)
+        if not text.strip() and i + 1 < len(lines) and _metric_line(lines[i + 1].text):
+            i += 1  # one blank line between a side's metrics (Nhat Pham's) or under its heading
+            continue
         if not text.strip() or len(text) > _LONGEST_LINE or _heading(text) is not None:
             break
         mean_sd = _MEAN_SD.match(text)
@@ -183,6 +186,14 @@ def _metrics(
                 values.setdefault(name.lower(), (name, value, lines[i]))
         i += 1
     return values, i
+
+
+def _metric_line(text: str) -> bool:
+    """Whether a line holds a side's metric as `_metrics` reads them."""
+    text = normalize_text(text)
+    if not text.strip() or len(text) > _LONGEST_LINE or _heading(text) is not None:
+        return False
+    return bool(_MEAN_SD.match(text) or _SPACED.match(text) or _PAIR.search(text))
 
 
 def _inline(text: str, line: BodyLine) -> dict[str, tuple[str, _Value, BodyLine]]:

@@ -25,6 +25,8 @@ _RUNS = [
         r"\b(?:measured|mesured|run|ran|repeated|executed|tested)\s+(\d+)\s+times\b", re.IGNORECASE
     ),
     re.compile(r"\b(\d+)\s+times\s+(?:each|per\s+\w+|average[ds]?|avg|mean)\b", re.IGNORECASE),
+    # "I ran some kernel building tests for 5 times" (Nhat Pham)
+    re.compile(r"\b(?:tests?|runs?|benchmarks?)\s+(?:for\s+)?(\d+)\s+times\b", re.IGNORECASE),
     re.compile(r"\b(?:averag\w*|avg|mean)\s+(?:of|over)\s+(\d+)\b", re.IGNORECASE),
     # "12 test run for each case" (Kairui Song): the singular, when "each" or "per" follows
     re.compile(

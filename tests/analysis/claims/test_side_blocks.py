@@ -143,3 +143,36 @@ def test_a_side_s_line_longer_than_a_heading_is_not_read() -> None:
     assert blocks("Before: " + "word " * 40_000 + "\nAfter: x\n") == []
     long_line = " ".join(f"m{i}: {i + 1}" for i in range(100))
     assert blocks(f"Before: {long_line}\nAfter:  {long_line}\n") == []
+
+
+def test_blank_lines_between_a_side_s_metrics_and_a_run_count_in_words() -> None:
+    # Nhat Pham's mail as he sent it (linux-mm, 2025): a blank line under each heading and
+    # between the metrics, which ended each block before its first metric.
+    result = analyse_message("s", "Nhat Pham <nphamcs@gmail.com>", textwrap.dedent("""\
+        Yeah I ran some kernel building tests for 5 times, and found basically
+        no difference:
+
+        With the new scheme:
+
+        real: mean: 125.1s, stdev: 0.12s
+
+        user: mean: 3265.23s, stdev: 9.62s
+
+        sys: mean: 2156.41s, stdev: 13.98s
+
+
+        The old scheme:
+
+        real: mean: 125.78s, stdev: 0.45s
+
+        user: mean: 3287.18s, stdev: 5.95s
+
+        sys: mean: 2177.08s, stdev: 26.52s
+        """))
+    [judged] = result.claims
+    real, user, sys = judged.judgement.measurements
+    assert [m.metric for m in judged.claim.measurements] == ["real", "user", "sys"]
+    assert judged.claim.measurements[0].n == 5
+    # Real, and at p < 0.05, but the whole interval is under 1%: said so, as run tables say it
+    assert real.summary.endswith("improvement (real, but below the 1% of interest)")
+    assert sys.verdict == "inconclusive"
