@@ -81,7 +81,7 @@ _HIGHER_UNITS = re.compile(
     r"^(?:ops|ops/s|ops/sec|op/s|iops|[kmgt]i?b/s|[kmgt]i?b/sec|bytes/s(?:ec)?|[kmgt]?bps|req/s|"
     r"reqs/s|rps|tps|qps|"
     r"transactions/s(?:ec)?|bogo-?ops(?:/s)?|pages/s(?:ec)?|score|throughput|bops|jops|"
-    r"records/s(?:ec)?|ops/min|jobs/min|jobs-per-min)$",
+    r"records/s(?:ec)?|ops/min|jobs/min|jobs-per-min|per\s+sec(?:ond)?)$",
     re.IGNORECASE,
 )
 # What a bare number from these benchmarks measures when the message names no unit.
@@ -99,8 +99,11 @@ _BENCHMARK_HIGHER_IS_BETTER = {
     "dd": True,  # bytes/s
 }
 # A unit named in the words around a table ("hackbench time in seconds").
+# A unit word near a table; "per second" is a rate ("records per second", Laurent Dufour's
+# ebizzy), not a time.
 UNIT_WORDS = re.compile(
-    r"\b(seconds?|secs?|msecs?|usecs?|ops/s(?:ec)?|[kmgt]i?b/s|iops|latency|throughput)\b",
+    r"\b(per\s+sec(?:ond)?|seconds?|secs?|msecs?|usecs?|ops/s(?:ec)?|[kmgt]i?b/s|iops|latency|"
+    r"throughput)\b",
     re.IGNORECASE,
 )
 

@@ -306,3 +306,20 @@ def test_a_table_written_with_single_blanks() -> None:
     [judged] = analyse_message("s", "a <a@b.c>", body).claims
     pairs = [(m.metric, m.base, m.patched, m.n) for m in judged.claim.measurements]
     assert pairs == [("swap-in", 863240, 681565, 5), ("swap-out", 989945, 809273, 5)]
+
+
+def test_records_per_second_near_a_table_is_a_rate() -> None:
+    # Laurent Dufour's ebizzy (linux-mm, 2019, quoted by Matthew Wilcox): "per second" was
+    # read as seconds, so the +70.83% gain was lower-is-better
+    body = (
+        "> The test is counting the number of records per second it can manage, the\n"
+        "> higher is the best. I run it like this 'ebizzy -mTt <nrcpus>'. To get\n"
+        "> consistent result I repeated the test 100 times and measure the average\n"
+        "> result. The number is the record processes per second, the higher is the best.\n"
+        ">\n"
+        ">   \t\tBASE\t\tSPF\t\tdelta\t\n"
+        "> 24 CPUs x86\t5492.69\t\t9383.07\t\t70.83%\n"
+    )
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    [m] = judged.claim.measurements
+    assert (m.base, m.patched, m.higher_is_better, m.n) == (5492.69, 9383.07, True, 100)
