@@ -49,6 +49,7 @@ from bot.analysis.claims.statements import (
 )
 from bot.analysis.claims.tables import TableFound, find_tables
 from bot.analysis.claims.text import Block, BodyLine, Sentence, message_blocks, sentences
+from bot.analysis.claims.tool_runs import find_tool_runs
 
 
 def extract_claims(body: str, *, sender: str = "", budget: Budget | None = None) -> list[Claim]:
@@ -121,6 +122,7 @@ def _block_claims(
 
     summarise("table", find_comparison_tables(_without(block, used), names, budget))
     summarise("side blocks", find_side_blocks(_without(block, used), budget))
+    summarise("tool runs", find_tool_runs(_without(block, used), budget))
 
     for before, after in before_after_pairs(block, used):
         claims.append(_before_after_claim(before, after, block, names, counts))

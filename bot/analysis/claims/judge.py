@@ -34,8 +34,9 @@ def judge_claim(
     a percentage refers to)."""
     if claim.kind == "summary":
         measured_only = tuple(
-            _from_samples(m, delta=delta, alpha=alpha)
-            if _has_runs(m) else judge_measurement(m, delta=delta, alpha=alpha)
+            _from_samples(m, delta=delta, alpha=alpha) if _has_runs(m)
+            else _not_positive(m) if _runs_not_positive(m)
+            else judge_measurement(m, delta=delta, alpha=alpha)
             for m in claim.measurements
         )  # fmt: skip
         return _summary_judgement(claim, measured_only, alpha)
@@ -54,6 +55,22 @@ def _has_runs(m: Measurement) -> bool:
     """Whether both kernels' runs are given, each more than one and all positive."""
     runs = m.samples_base + m.samples_patched
     return len(m.samples_base) >= 2 and len(m.samples_patched) >= 2 and min(runs) > 0
+
+
+def _runs_not_positive(m: Measurement) -> bool:
+    runs = m.samples_base + m.samples_patched
+    return len(m.samples_base) >= 2 and len(m.samples_patched) >= 2 and min(runs) <= 0
+
+
+def _not_positive(m: Measurement) -> MeasurementJudgement:
+    """Runs of 0 (`0:00.00elapsed`) have no ratio to the other kernel's: no interval is drawn
+    from their mean and spread either, which would run below -100%."""
+    change = m.change_pct
+    means = f"{change:+.2f}% of the means; " if change is not None else ""
+    return MeasurementJudgement(
+        "no-data", "no-data", f"{means}runs of 0 or less cannot be compared as ratios.",
+        checks=tuple(arithmetic_checks(m)),
+    )
 
 
 def _from_samples(m: Measurement, *, delta: float, alpha: float) -> MeasurementJudgement:

@@ -1,0 +1,174 @@
+"""Runs of a tool's own output pasted under each kernel's heading, read into measurements.
+
+    Without this change:                       1)Before:
+        # hackbench process 10 1000 -s 100000  0.00user 13.78system 0:13.78elapsed 99%CPU
+        Running in process mode with 10 ...    0.00user 5.59system 0:05.60elapsed 99%CPU
+        Time: 4.401                            ...
+                                               2)After
+        # hackbench process 10 1000 -s 100000  0.00user 1.10system 0:01.10elapsed 99%CPU
+        ...                                    ...
+        Time: 4.470
+
+    With this change:                          timings on 3.11-rc7, clean, THP on:
+        ...                                    real    22m50.904s
+        Time: 3.782                            ...
+
+Each tool prints one result line per run: hackbench `Time: 4.401` (seconds), GNU time's one-line
+summary (`0.00user 13.78system 0:13.78elapsed 99%CPU`: user, system and elapsed seconds; the CPU
+share is no result), and the `time` builtin's `real`/`user`/`sys` lines. The lines between them
+(the command, the tool's banner) are skipped. A heading is a side's name on a line of its own,
+after a list mark or not, with or without a colon (`1)Before:`, `2)After`, `Without this
+change:`), or a sentence ending in a colon whose words name one side only (`the timings with my
+modified kernel, THP on:`, `on 3.11-rc7, clean, THP on:`). A side's block ends at the next
+heading, at two blank lines, or at a blank line followed by prose no further indented than the
+heading. Two headings of opposite sides in a row make a pair, whichever comes first; every run
+is a sample (Imran Khan's hackbench, linux-mm 2021; Kirill Tkhai's drop_caches timings, 2018;
+Alex Thorlton's THP faults, 2013: each read as nothing before).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+
+from bot.analysis.claims.measurement import Measurement, cv_pct
+from bot.analysis.claims.numbers import Budget, minutes_seconds, normalize_text, to_float
+from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.text import Block, BodyLine
+
+_LABEL = re.compile(r"^\s*(?:\d{1,2}[.)]\s*|[-*]\s+)?(?P<label>[A-Za-z][\w/ .+-]{0,40}?)\s*:?\s*$")
+_SENTENCE_BEFORE = re.compile(
+    r"\b(?:without|before|vanilla|unpatched|baseline|clean|mainline|stock|original|unmodified)\b",
+    re.IGNORECASE,
+)
+_SENTENCE_AFTER = re.compile(r"\b(?:with|patched|modified|after)\b", re.IGNORECASE)
+_HACKBENCH = re.compile(r"^\s*Time:\s*(?P<time>\d+(?:\.\d+)?)\s*$")
+_GNU_TIME = re.compile(
+    r"^\s*(?P<user>\d+(?:\.\d+)?)user\s+(?P<system>\d+(?:\.\d+)?)system\s+"
+    r"(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)elapsed\b"
+)
+_TIME_BUILTIN = re.compile(
+    r"^\s*(?P<name>real|user|sys)\s+(?P<value>\d+m\d+(?:\.\d+)?s|\d+\.\d+)\s*$"
+)
+_LONGEST_LINE = 300
+_BLOCK_LINES = 80  # lines a side's runs span at most
+
+
+def find_tool_runs(
+    block: Block, budget: Budget
+) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
+    """(measurements, lines, (before, after) labels) for every pair of sides' runs."""
+    lines = list(block.lines)
+    sides: list[tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]]] = []
+    i = 0
+    while i < len(lines):
+        budget.charge()
+        heading = _heading(lines[i].text)
+        if heading is None:
+            i += 1
+            continue
+        runs, end = _runs(lines, i)
+        if runs:
+            sides.append((*heading, runs, tuple(lines[i:end])))
+        i = max(end, i + 1)
+    found = []
+    k = 0
+    while k + 1 < len(sides):
+        first, second = sides[k], sides[k + 1]
+        if first[0] != second[0]:
+            before, after = (first, second) if first[0] == "before" else (second, first)
+            measurements = _compare(before, after)
+            if measurements:
+                spanned = tuple(sorted(first[3] + second[3], key=lambda ln: ln.number))
+                found.append((measurements, spanned, (before[1], after[1])))
+                k += 2
+                continue
+        k += 1
+    return found
+
+
+def _heading(text: str) -> tuple[str, str] | None:
+    """(side, label) of a line that names one kernel, or None."""
+    text = normalize_text(text)
+    if len(text) > _LONGEST_LINE:
+        return None
+    short = _LABEL.match(text)
+    if short:
+        side = side_of_label(short.group("label"))
+        return (side, short.group("label").strip()) if side else None
+    stripped = text.strip()
+    if not stripped.endswith(":") or len(stripped) > 160:
+        return None
+    before, after = _SENTENCE_BEFORE.search(stripped), _SENTENCE_AFTER.search(stripped)
+    if bool(before) == bool(after):
+        return None  # "numbers with and without this change": both, or neither
+    return ("before" if before else "after"), stripped.rstrip(":").strip()
+
+
+def _runs(lines: Sequence[BodyLine], i: int) -> tuple[dict[str, list[float]], int]:
+    """The tool's result lines under heading `i`, by metric, and the index after the block."""
+    indent = len(lines[i].text) - len(lines[i].text.lstrip())
+    runs: dict[str, list[float]] = {}
+    end = j = i + 1
+    blanks = 0
+    while j < len(lines) and j - i <= _BLOCK_LINES:
+        text = normalize_text(lines[j].text)
+        if not text.strip():
+            blanks += 1
+            if blanks == 2:
+                break
+            j += 1
+            continue
+        if _heading(text) is not None:
+            break
+        results = _results(text)
+        if blanks and not results and len(text) - len(text.lstrip()) <= indent:
+            break  # prose after the block
+        blanks = 0
+        for name, value in results:
+            runs.setdefault(name, []).append(value)
+        if results:
+            end = j + 1
+        j += 1
+    return runs, end
+
+
+def _results(text: str) -> list[tuple[str, float]]:
+    """(metric, seconds) of one result line of a tool, or none."""
+    if len(text) > _LONGEST_LINE:
+        return []
+    if match := _HACKBENCH.match(text):
+        return [("Time", float(match.group("time")))]
+    if match := _GNU_TIME.match(text):
+        elapsed = 3600 * int(match.group("h") or 0) + 60 * int(match.group("m"))
+        return [("user", float(match.group("user"))), ("system", float(match.group("system"))),
+                ("elapsed", elapsed + float(match.group("s")))]  # fmt: skip
+    if match := _TIME_BUILTIN.match(text):
+        token = match.group("value")
+        value = minutes_seconds(token) if token.endswith("s") else to_float(token)
+        return [(match.group("name"), value)] if value is not None else []
+    return []
+
+
+def _compare(
+    before: tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]],
+    after: tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]],
+) -> list[Measurement]:
+    measurements = []
+    for name, base in before[2].items():
+        patched = after[2].get(name)
+        if not patched:
+            continue
+        runs = len(base) >= 2 and len(patched) >= 2
+        measurements.append(Measurement(
+            metric=name, base=statistics.fmean(base), patched=statistics.fmean(patched),
+            unit="s", n_base=len(base) if runs else None, n_patched=len(patched) if runs else None,
+            cv_base_pct=cv_pct(tuple(base)) if runs else None,
+            cv_patched_pct=cv_pct(tuple(patched)) if runs else None,
+            spread_source="samples" if runs else None, higher_is_better=False,
+            samples_base=tuple(base) if runs else (),
+            samples_patched=tuple(patched) if runs else (),
+            base_label=before[1], patched_label=after[1], line=after[3][-1],
+        ))  # fmt: skip
+    return measurements
