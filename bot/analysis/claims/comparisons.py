@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bot.analysis.claims.benchmarks import UNIT_WORDS, higher_is_better, metric_higher_is_better
 from bot.analysis.claims.measurement import Measurement, cv_pct
@@ -218,7 +218,8 @@ def _read(
 ) -> tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]] | None:
     """What a run of table lines compares, or None when it is no comparison of two kernels."""
     width = len(rows[-1].cells)
-    headed = not any(_value(c) for c in rows[0].cells[1:])
+    # "5.6 vanilla" heads a column: a kernel's version before the side it names, no value
+    headed = not any(_value(c) and not side_of_label(c) for c in rows[0].cells[1:])
     names = rows[0].cells if headed else ("",) * width
     body = rows[1:] if headed else rows
     if not body:
@@ -261,7 +262,7 @@ def _read(
                        _change(change_row.cells[c], change_row.cells[0]) if change_row else None,
                        _unit_in(names[c]), after_row.line) for c in range(1, width)]  # fmt: skip
     measurements = []
-    for case in cases:
+    for case in _timed(cases):
         if _SPREAD.search(case.metric):
             continue  # the spread of a metric beside it, not a result of its own
         measurement = _measurement(case, kernels, unit_word)
@@ -269,6 +270,18 @@ def _read(
             return None
         measurements.append(measurement)
     return (measurements, _spanned(rows, lines), kernels) if measurements else None
+
+
+_TIME_OUTPUT = frozenset({"real", "user", "sys"})
+
+
+def _timed(cases: list[_Case]) -> list[_Case]:
+    """The cases, `time`'s `real`/`user`/`sys` rows in seconds when two or more of them are
+    there (Chengming Zhou's zswap timings): "real" and "user" name no unit themselves."""
+    if len(_TIME_OUTPUT & {c.metric.strip().lower() for c in cases}) < 2:
+        return cases
+    return [replace(c, unit=c.unit or "s") if c.metric.strip().lower() in _TIME_OUTPUT else c
+            for c in cases]  # fmt: skip
 
 
 def _slashed(
@@ -408,8 +421,40 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
             after = others
         elif len(after) == 1 and not before:
             before = others
+    if not before and not after and len(others) == 2:
+        order = _base_first(labels[others[0]], labels[others[1]])
+        if order is not None:
+            before, after = [others[order]], [others[1 - order]]
     if len(before) != 1 or len(after) != 1 or len(change) > 1:
         return None
     if len(labels) != 2 + len(change):
         return None
     return before[0], after[0], change[0] if change else None
+
+
+# A tree a series is based on: "mm-unstable", "linux-next", "next-20231009", "v6.8-rc1", "6.8".
+_BASE_TREE = re.compile(
+    r"^(?:mm-(?:unstable|stable|everything|new|hotfixes-\w+)|linux-next|next-\d{8}|mainline|"
+    r"upstream|master|tip|v?\d+\.\d+(?:\.\d+)?(?:-rc\d+)?)$",
+    re.IGNORECASE,
+)
+# What a column's name adds to another's when it is the same metric's statistic, not a kernel
+_STATISTIC = re.compile(r"^[-+_ ]?(?:avg|mean|max|min|std\w*|sd|p\d+|median|cv|err\w*)$", re.I)
+
+
+def _base_first(one: str, other: str) -> int | None:
+    """Which of two kernels' names, neither naming a side, is the one before: the tree a series
+    is based on (`mm-unstable` over `zswap-global-lru`, Chengming Zhou), or the name the
+    other extends (`zswap-invalidate-entry` and `zswap-invalidate-entry-exclusive`)."""
+    one, other = one.strip(), other.strip()
+    if to_float(one) is not None or to_float(other) is not None:
+        return None  # a number labels no kernel: "6973.0" over "-0.01" is no "6.8" over a patch
+    trees = (bool(_BASE_TREE.match(one)), bool(_BASE_TREE.match(other)))
+    if trees[0] != trees[1]:
+        return 0 if trees[0] else 1
+    for k, (short, long) in enumerate(((one, other), (other, one))):
+        rest = long[len(short):]
+        if short and long.startswith(short) and rest[:1] in ("-", "+", "_") and (
+                not _STATISTIC.match(rest)):
+            return k
+    return None

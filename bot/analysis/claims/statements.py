@@ -86,6 +86,7 @@ _BA_LINE = re.compile(
     rf"\(.*?\)|[\w.+-]+))?)\s*(?::|=|\s)\s*(?P<value>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?"
     rf"(?P<rest>.*)$"
 )
+_VERSION_WORD = re.compile(r"^v?\d+\.\d+(?:\.\d+)?(?:-rc\d+)?$")
 # "thp swp throughput w/o patch: 2734bytes/ms" (Barry Song): a metric, then the side
 _METRIC_SIDE_LINE = re.compile(
     rf"^\s*[-*]?\s*(?P<metric>[A-Za-z][\w.+/()-]*(?: [A-Za-z][\w.+/()-]*){{0,4}})\s+"
@@ -136,6 +137,8 @@ _N_ON_LINE = re.compile(r"\bn\s*=\s*(\d+)|\b(\d+)\s+(?:runs|iterations|trials)\b
 def side_of_label(label: str) -> str | None:
     """ "before" or "after" when a label's first word names a side ("Before", "w/ patch")."""
     words = label.lower().replace(":", " ").split()
+    if len(words) > 1 and _VERSION_WORD.match(words[0]):
+        words = words[1:]  # "5.6 vanilla", "5.6 w/ this patch": the kernel's version first
     if not words:
         return None
     first = words[0]

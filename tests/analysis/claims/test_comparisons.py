@@ -323,3 +323,40 @@ def test_records_per_second_near_a_table_is_a_rate() -> None:
     [judged] = analyse_message("s", "a <a@b.c>", body).claims
     [m] = judged.claim.measurements
     assert (m.base, m.patched, m.higher_is_better, m.n) == (5492.69, 9383.07, True, 100)
+
+
+def test_two_kernels_named_by_tree_or_by_extension_the_base_first() -> None:
+    # Chengming Zhou's zswap timings (linux-mm, 2024): neither column names a side; one is the
+    # tree the series is based on, or the name the other extends
+    for base, patched in (("mm-unstable", "zswap-global-lru"),
+                          ("zswap-invalidate-entry", "zswap-invalidate-entry-exclusive")):
+        for first, second in ((base, patched), (patched, base)):
+            values = {base: ("63.20", "1061.75"), patched: ("63.12", "1062.95")}
+            body = (f">>         {first}  {second}\n"
+                    f">> real    {values[first][0]}        {values[second][0]}\n"
+                    f">> user    {values[first][1]}      {values[second][1]}\n")
+            [judged] = analyse_message("s", "a <a@b.c>", body).claims
+            real = judged.claim.measurements[0]
+            assert (real.base_label, real.base, real.patched) == (base, 63.20, 63.12), first
+            assert (real.unit, real.higher_is_better) == ("s", False)  # `time`'s rows
+    # statistics of one metric are no kernels, nor are numbers (Joonsoo Kim's ebizzy rows,
+    # 2020: "6973.0" over "-0.01" was read as a kernel "6.8" and a patch)
+    for body in ("       lat   lat-max\nread   12.1   30.2\nwrite  14.0   41.9\n",
+                 "  6973.0   7342.0   7745.0\n   -0.01     -0.0     -0.0\n"):
+        assert analyse_message("s", "a <a@b.c>", body).claims == ()
+
+
+def test_a_kernel_s_version_before_the_side_a_column_names() -> None:
+    # Andrea Righi (linux-mm, 2020): "5.6 vanilla" was taken for a value with the unit
+    # "vanilla", so the table had no heading and was not read
+    body = textwrap.dedent("""\
+                        5.6 vanilla   5.6 w/ this patch
+                        -----------   -----------------
+        page-cluster=1       26.77s              21.25s
+        page-cluster=2       28.29s              12.66s
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    first = judged.claim.measurements[0]
+    assert (first.metric, first.base, first.patched, first.unit) == (
+        "page-cluster=1", 26.77, 21.25, "s")
+    assert (first.base_label, first.higher_is_better) == ("5.6 vanilla", False)
