@@ -47,6 +47,7 @@ _BENCHMARKS: dict[str, str] = {
     "schbench": r"\bschbench\b",
     "pmbench": r"\bpmbench\b",
     "stream": r"\bSTREAM\b",
+    "iozone": r"\biozone\b",
 }
 _BENCHMARK_RES = {
     name: re.compile(p, 0 if name == "stream" else re.IGNORECASE) for name, p in _BENCHMARKS.items()
@@ -97,10 +98,11 @@ _BENCHMARK_HIGHER_IS_BETTER = {
     "sysbench": True,
     "ebizzy": True,  # records/s
     "dd": True,  # bytes/s
+    "iozone": True,  # KB/s (its -R report prints no unit)
+    "unixbench": True,  # an index score, or loops per minute
 }
-# A unit named in the words around a table ("hackbench time in seconds").
-# A unit word near a table; "per second" is a rate ("records per second", Laurent Dufour's
-# ebizzy), not a time.
+# A unit word near a table ("hackbench time in seconds"); "per second" is a rate ("records
+# per second", Laurent Dufour's ebizzy), not a time.
 UNIT_WORDS = re.compile(
     r"\b(per\s+sec(?:ond)?|seconds?|secs?|msecs?|usecs?|ops/s(?:ec)?|[kmgt]i?b/s|iops|latency|"
     r"throughput)\b",

@@ -60,6 +60,7 @@ _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.
 _PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _SECTION = re.compile(r"^\s*[A-Za-z][^|]{0,60}:\s*$")
+_QUOTED_LABEL = re.compile(r'^"\s*([^"]+?)\s*"\s+(\S.*)$')
 _LONGEST_LINE = 500
 _BLOAT_O_METER = ("function", "old", "new", "delta")  # scripts/bloat-o-meter's heading
 _STARTS = 4  # lines of a run of table lines a table is looked for from
@@ -108,7 +109,10 @@ def _cells(text: str) -> tuple[str, ...] | None:
     text = normalize_text(text).strip()
     if not text or len(text) > _LONGEST_LINE or _SEPARATOR.match(text):
         return None
-    if "|" in text:
+    quoted = _QUOTED_LABEL.match(text)
+    if quoted:  # iozone -R: `"  Initial write " 1299639.75   1277621.03`
+        cells = [quoted.group(1), *_CELL_END.split(quoted.group(2))]
+    elif "|" in text:
         cells = [c.strip() for c in text.strip("|").split("|")]
     else:  # "52739.45 (    +0.00%) 2267500.33 (   -32.71%)": a change's padding splits no
         # cell, and a change in brackets ends one

@@ -170,9 +170,27 @@ def _prose_mask(lines: Sequence[BodyLine]) -> list[bool]:
         elif line.text in ("--", "-- "):
             signature_at = line.depth
             keep[i] = False
-        elif _PROFILE_ROW.match(line.text):
+        elif _PROFILE_ROW.match(line.text) or _in_symbol_list(lines, i):
             keep[i] = False
     return keep
+
+
+# A row of a short profile, a share and a function's name: "39.73%  lzo1x_1_do_compress".
+_SYMBOL_ROW = re.compile(r"^\s*\d+(?:\.\d+)?%\s+[A-Za-z_][\w.]*(?:\s+\([^)]*\))?\s*$")
+
+
+def _in_symbol_list(lines: Sequence[BodyLine], i: int) -> bool:
+    """Whether line i is one of three or more such rows in a row (Yu Zhao's kswapd profiles
+    under `patch1-5`, linux-mm 2022): a lone "12% improvement" is no profile."""
+    if not _SYMBOL_ROW.match(lines[i].text):
+        return False
+    run = 1
+    for step in (-1, 1):
+        k = i + step
+        while 0 <= k < len(lines) and run < 3 and _SYMBOL_ROW.match(lines[k].text):
+            run += 1
+            k += step
+    return run >= 3
 
 
 def split_blocks(lines: Sequence[BodyLine], replier: Speaker) -> list[Block]:

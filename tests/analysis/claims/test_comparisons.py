@@ -360,3 +360,21 @@ def test_a_kernel_s_version_before_the_side_a_column_names() -> None:
     assert (first.metric, first.base, first.patched, first.unit) == (
         "page-cluster=1", 26.77, 21.25, "s")
     assert (first.base_label, first.higher_is_better) == ("5.6 vanilla", False)
+
+
+def test_iozone_report_rows_with_quoted_labels() -> None:
+    # Sergey Senozhatsky's zram barriers test (linux-mm, 2015): `iozone -R` quotes each label
+    body = textwrap.dedent("""\
+         ./iozone -t 3 -R -r 16K -s 60M -I +Z
+
+               test           base          srcu
+        "  Initial write " 1299639.75   1277621.03
+        "        Rewrite " 2139387.50   2004663.94
+        "           Read " 6193415.00   5091000.00
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    assert [(m.metric, m.base, m.patched, m.patched_label) for m in judged.claim.measurements] == [
+        ("Initial write", 1299639.75, 1277621.03, "srcu"),
+        ("Rewrite", 2139387.50, 2004663.94, "srcu"),
+        ("Read", 6193415.00, 5091000.00, "srcu"),
+    ]

@@ -178,3 +178,15 @@ def test_rows_under_headings_that_number_runs_are_still_each_a_kernel_s_runs() -
     base, patched = judged.claim.table.columns
     assert (base.kernel, base.samples) == ("w/o", (17708.1, 17637.1, 17630.1))
     assert patched.samples == (17766.0, 17752.3, 17861.7)
+
+
+def test_unixbench_scores_are_higher_is_better() -> None:
+    [judged] = claims(
+        """\
+        unixbench shell1:
+               iter-1      iter-2     iter-3
+        w/o  17708.1     17637.1    17630.1
+        w    17766.0     17752.3    17861.7
+        """
+    )
+    assert judged.claim.measurements[0].higher_is_better is True

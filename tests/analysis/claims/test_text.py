@@ -44,3 +44,21 @@ def test_rows_of_a_profile_are_no_claims() -> None:
         """)
     result = analyse_message("Re: [PATCH v3 4/4]", "Barry Song <21cnbao@gmail.com>", body)
     assert [(j.claim.kind, j.claim.change.low_pct) for j in result.claims] == [("percentage", 5)]
+
+
+def test_a_short_profile_of_shares_and_symbols_is_no_claim() -> None:
+    # Yu Zhao's kswapd profiles (linux-mm, 2022): "39.73%", "14.96%", "6.97%" were claims
+    body = textwrap.dedent("""\
+        Client benchmark results:
+          kswapd profiles:
+            patch1-5
+              39.73%  lzo1x_1_do_compress (real work)
+              14.96%  page_vma_mapped_walk
+               6.97%  _raw_spin_unlock_irq
+               3.07%  do_raw_spin_lock
+
+        The throughput improved 4% with this patch.
+        A 12% improvement
+        """)
+    result = analyse_message("s", "Yu Zhao <yuzhao@google.com>", body)
+    assert [j.claim.change.low_pct for j in result.claims] == [4, 12]
