@@ -45,7 +45,7 @@ _GAP = re.compile(r"\s{2,}|\t")
 _CELL_END = re.compile(r"\s{2,}|\t|(?<=%\))\s+")
 _SEPARATOR = re.compile(r"^[\s|+:=~_-]*-[\s|+:=~_-]*$|^[\s|+=]*=[\s|+=]*$")
 _VALUE = re.compile(
-    rf"^(?P<number>{NUMBER})\s*(?P<mult>[kKMG](?![a-zA-Z/]))?\s*(?P<unit>[a-zA-Z%][\w/%.]*)?"
+    rf"^~?\s*(?P<number>{NUMBER})\s*(?P<mult>[kKMG](?![a-zA-Z/]))?\s*(?P<unit>[a-zA-Z%][\w/%.]*)?"
     r"\s*(?:\(\s*(?P<pct>[-+]?\d+(?:\.\d+)?)\s*%\s*\))?$"
 )
 _CHANGE = re.compile(
@@ -60,6 +60,7 @@ _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.
 _PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _SECTION = re.compile(r"^\s*[A-Za-z][^|]{0,60}:\s*$")
+_REMARK = re.compile(r"^\s+\([^()]*\)\s*$")
 _QUOTED_LABEL = re.compile(r'^"\s*([^"]+?)\s*"\s+(\S.*)$')
 _LONGEST_LINE = 500
 _BLOAT_O_METER = ("function", "old", "new", "delta")  # scripts/bloat-o-meter's heading
@@ -151,6 +152,9 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
             j += 1
             continue
         cells = _cells(text)
+        if cells is None and rows and _REMARK.match(text):
+            j += 1  # "(= lru_note_cost_unlock_irq)" under a row says what it is
+            continue
         if cells is None and rows and _SECTION.match(text) and j + 1 < len(lines):
             following = _cells(normalize_text(lines[j + 1].text))
             if following is not None and len(following) == len(rows[-1].cells):
@@ -158,6 +162,8 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
                 continue
         if cells is None:
             break
+        if rows and len(cells) == len(rows[-1].cells) - 1:
+            cells = _label_apart(cells)  # "workingset_refault+0x167 385.26 ms": one blank
         if rows and len(cells) != len(rows[-1].cells):
             if len(rows) == 1 and len(cells) == len(rows[0].cells) + 1:
                 rows[0] = _Row(rows[0].line, ("", *rows[0].cells))
@@ -170,6 +176,20 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
         rows.append(_Row(lines[j], cells))
         j += 1
     return rows, j
+
+
+_LABEL_THEN_VALUE = re.compile(
+    rf"^(?P<label>.*[A-Za-z].*?)\s(?P<value>~?{NUMBER}(?:\s?[A-Za-z/%]+)?)$"
+)
+
+
+def _label_apart(cells: tuple[str, ...]) -> tuple[str, ...]:
+    """A row whose label a single blank parts from its first value (a label as long as its
+    column), split there: `1024 CPUS P8 VM 8476.74`."""
+    match = _LABEL_THEN_VALUE.match(cells[0])
+    if match is None or _value(match.group("value")) is None:
+        return cells
+    return (match.group("label"), match.group("value"), *cells[1:])
 
 
 def _value(cell: str) -> _Value | None:
@@ -186,6 +206,22 @@ def _value(cell: str) -> _Value | None:
     pct = match.group("pct")
     return _Value(number * SCALE[mult] if mult else number, match.group("unit"),
                   float(pct) if pct is not None else None)  # fmt: skip
+
+
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+               "secs": 1.0, "seconds": 1.0}  # fmt: skip
+
+
+def _in_unit_of(value: _Value, other: _Value) -> _Value | None:
+    """`value` in `other`'s unit: "1.96 s" beside "917.71 ms" is 1960 ms (Usama Arif's lock
+    waits); None when the two units are not one quantity's."""
+    mine, theirs = (value.unit or "").lower(), (other.unit or "").lower()
+    if not mine or not theirs or mine == theirs:
+        return value
+    if mine in _TIME_UNITS and theirs in _TIME_UNITS:
+        return _Value(value.value * _TIME_UNITS[mine] / _TIME_UNITS[theirs], other.unit,
+                      value.stated_pct)  # fmt: skip
+    return None
 
 
 def _change(cell: str, label: str) -> str:
@@ -325,6 +361,9 @@ def _measurement(case: _Case, kernels: tuple[str, str], unit_word: str | None
     base, patched = _value(case.base), _value(case.patched)
     if base is None or patched is None or not case.metric:
         return None
+    base = _in_unit_of(base, patched)
+    if base is None:
+        return None  # "1.2 GB" beside "3 ms": no one metric
     stated = patched.stated_pct
     if stated is None and case.change is not None:
         stated = _percent(case.change)

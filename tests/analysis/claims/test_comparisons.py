@@ -378,3 +378,27 @@ def test_iozone_report_rows_with_quoted_labels() -> None:
         ("Rewrite", 2139387.50, 2004663.94, "srcu"),
         ("Read", 6193415.00, 5091000.00, "srcu"),
     ]
+
+
+def test_remarks_under_rows_mixed_time_units_and_a_label_one_blank_from_its_value() -> None:
+    # Usama Arif's lru_lock waits (linux-mm, 2026): the table ended at the first remark, so one
+    # row of five was read; "1.96 s" beside "917.71 ms" is 1960 ms, not +46,700%
+    body = textwrap.dedent("""\
+        perf lock contention (total wait per 30 s window):
+
+          Lock Name                Before      After     % change
+          shrink_lruvec+0x770     722.84 ms    0         -100% (eliminated)
+                (= lru_note_cost_unlock_irq)
+          workingset_refault+0x167 385.26 ms   0         -100% (eliminated)
+                (= lru_note_cost_refault)
+          shrink_node+0x4ad       689.43 ms    26.95 ms  -96%
+          shrink_active_list      208.34 ms    15.97 ms  -92%
+          lru_add_drain_cpu+0x34    1.96 s    917.71 ms  -53%
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    values = {m.metric: (m.base, m.patched, m.unit, m.stated_pct)
+              for m in judged.claim.measurements}
+    assert values["workingset_refault+0x167"] == (385.26, 0, "ms", None)
+    assert values["shrink_node+0x4ad"] == (689.43, 26.95, "ms", -96)
+    assert values["lru_add_drain_cpu+0x34"] == (1960.0, 917.71, "ms", -53)
+    assert not judged.judgement.measurements[-1].checks  # -53% follows from 1960 -> 917.71
