@@ -457,9 +457,12 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
     before = [k for k, label in enumerate(labels) if side_of_label(label) == "before"]
     after = [k for k, label in enumerate(labels) if side_of_label(label) == "after"]
     change = [k for k, label in enumerate(labels) if _CHANGE.match(label.strip())]
-    others = [k for k in range(len(labels)) if k not in before + after + change]
+    # "Standard Deviation  0.95%  1.03%" under Yosry Ahmed's Base/Patched/Delta: no kernel
+    spread = [k for k, label in enumerate(labels)
+              if _SPREAD.search(label) and k not in before + after + change]
+    others = [k for k in range(len(labels)) if k not in before + after + change + spread]
     # "origin" and "balancer", "v6.8-rc1" and "New": the kernel one side names, and the other
-    if len(others) == 1 and not _SPREAD.search(labels[others[0]]):
+    if len(others) == 1:
         if len(before) == 1 and not after:
             after = others
         elif len(after) == 1 and not before:
@@ -470,7 +473,7 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
             before, after = [others[order]], [others[1 - order]]
     if len(before) != 1 or len(after) != 1 or len(change) > 1:
         return None
-    if len(labels) != 2 + len(change):
+    if len(labels) != 2 + len(change) + len(spread):
         return None
     return before[0], after[0], change[0] if change else None
 

@@ -83,7 +83,8 @@ _AFTER_WORDS = {
 NUMBER = r"(?:\d{1,3}(?:\.\d{3})+,\d+|\d[\d,]*(?:\.\d+)?)"  # "1.234.567,5" first
 _BA_LINE = re.compile(
     rf"^\s*[-*]?\s*(?P<label>w/o|w/|[A-Za-z][\w.+/-]*(?:[ \t]+(?:patch|kernel|the patch|"
-    rf"\(.*?\)|[\w.+-]+))?)\s*(?::|=|\s)\s*(?P<value>{NUMBER})\s*(?P<unit>[A-Za-z][\w/.-]*)?"
+    rf"\(.*?\)|(?=[\w.+-]*[A-Za-z])[\w.+-]+))?)\s*(?::|=|\s)\s*(?P<value>{NUMBER})\s*"
+    rf"(?P<unit>[A-Za-z][\w/.-]*)?"
     rf"(?P<rest>.*)$"
 )
 _VERSION_WORD = re.compile(r"^v?\d+\.\d+(?:\.\d+)?(?:-rc\d+)?$")
@@ -161,6 +162,8 @@ def _labelled_value(line: BodyLine) -> LabelledValue | None:
     rest = match.group("rest") or ""
     if _VERSION_GOES_ON.match(rest):
         return None  # "base  6.16-rc4 + 1-9 patches": a kernel's version, not a result
+    if re.match(r"\s*[-+]?\d", rest):
+        return None  # "Base  9504218.56  357366.84": a row of a table, one value a column
     # A sentence ("with 16 threads on ...") is not a result line.
     if len(re.findall(r"[A-Za-z]{3,}", rest)) > 3:
         return None

@@ -402,3 +402,24 @@ def test_remarks_under_rows_mixed_time_units_and_a_label_one_blank_from_its_valu
     assert values["shrink_node+0x4ad"] == (689.43, 26.95, "ms", -96)
     assert values["lru_add_drain_cpu+0x34"] == (1960.0, 917.71, "ms", -53)
     assert not judged.judgement.measurements[-1].checks  # -53% follows from 1960 -> 917.71
+
+
+def test_a_standard_deviation_row_under_the_kernels_is_no_kernel() -> None:
+    # Yosry Ahmed's neper table (linux-mm, 2023, quoted by Shakeel Butt): read as one pair
+    # of its last column, "Base 9504218.56" taken for a label, and tcp_rr lost
+    body = textwrap.dedent("""\
+        > values in the table are the average of server and client throughputs in
+        > mbps after 30 iterations, each running for 30s:
+        >
+        >                                 tcp_rr          tcp_stream
+        > Base                            9504218.56      357366.84
+        > Patched                         9656205.68      356978.39
+        > Delta                           +1.6%           -0.1%
+        > Standard Deviation              0.95%           1.03%
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    assert [(m.metric, m.base, m.patched, m.stated_pct, m.n)
+            for m in judged.claim.measurements] == [
+        ("tcp_rr", 9504218.56, 9656205.68, 1.6, 30),
+        ("tcp_stream", 357366.84, 356978.39, -0.1, 30),
+    ]
