@@ -15,15 +15,19 @@
 
 Each tool prints one result line per run: hackbench `Time: 4.401` (seconds), GNU time's one-line
 summary (`0.00user 13.78system 0:13.78elapsed 99%CPU`: user, system and elapsed seconds; the CPU
-share is no result), and the `time` builtin's `real`/`user`/`sys` lines. The lines between them
-(the command, the tool's banner) are skipped. A heading is a side's name on a line of its own,
-after a list mark or not, with or without a colon (`1)Before:`, `2)After`, `Without this
-change:`), or a sentence ending in a colon whose words name one side only (`the timings with my
-modified kernel, THP on:`, `on 3.11-rc7, clean, THP on:`). A side's block ends at the next
+share is no result), the `time` builtin's `real`/`user`/`sys` lines, and bcc funclatency's
+`avg = 410 nsecs, total: ..., count: 4096` (the mean of the calls traced: one value, not runs).
+The lines between them (the command, the tool's banner, a histogram) are skipped. A heading is a
+side's name on a line of its own, after a list mark or not, with or without a colon (`1)Before:`,
+`2)After`, `Without this change:`), or followed by a remark that holds no number (`Without
+series: the sane sendmsg() needs to wait gc unreasonably.`), or a sentence ending in a colon
+whose words name one side only (`the timings with my modified kernel, THP on:`, `on 3.11-rc7,
+clean, THP on:`). A side's block ends at the next
 heading, at two blank lines, or at a blank line followed by prose no further indented than the
 heading. Two headings of opposite sides in a row make a pair, whichever comes first; every run
 is a sample (Imran Khan's hackbench, linux-mm 2021; Kirill Tkhai's drop_caches timings, 2018;
-Alex Thorlton's THP faults, 2013: each read as nothing before).
+Alex Thorlton's THP faults, 2013; Kuniyuki Iwashima's sendmsg latencies, netdev 2023: each read
+as nothing before).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
 _LABEL = re.compile(r"^\s*(?:\d{1,2}[.)]\s*|[-*]\s+)?(?P<label>[A-Za-z][\w/ .+-]{0,40}?)\s*:?\s*$")
+# "Without series: the sane sendmsg() needs to wait gc unreasonably." (a remark, no value)
+_REMARKED = re.compile(r"^\s*(?P<label>[A-Za-z][\w/ .+-]{0,30}?):\s+(?=[A-Za-z])[^\d]*$")
 _SENTENCE_BEFORE = re.compile(
     r"\b(?:without|before|vanilla|unpatched|baseline|clean|mainline|stock|original|unmodified)\b",
     re.IGNORECASE,
@@ -48,9 +54,13 @@ _GNU_TIME = re.compile(
     r"^\s*(?P<user>\d+(?:\.\d+)?)user\s+(?P<system>\d+(?:\.\d+)?)system\s+"
     r"(?:(?P<h>\d+):)?(?P<m>\d+):(?P<s>\d+(?:\.\d+)?)elapsed\b"
 )
+# bcc's funclatency summary: "avg = 410 nsecs, total: 1680510 nsecs, count: 4096"
+_FUNCLATENCY = re.compile(r"^\s*avg\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[num])secs\b")
 _TIME_BUILTIN = re.compile(
     r"^\s*(?P<name>real|user|sys)\s+(?P<value>\d+m\d+(?:\.\d+)?s|\d+\.\d+)\s*$"
 )
+_Runs = dict[tuple[str, str], list[float]]  # (metric, unit) -> one value a run
+_Side = tuple[str, str, _Runs, tuple[BodyLine, ...]]  # side, label, runs, lines
 _LONGEST_LINE = 300
 _BLOCK_LINES = 80  # lines a side's runs span at most
 
@@ -60,7 +70,7 @@ def find_tool_runs(
 ) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
     """(measurements, lines, (before, after) labels) for every pair of sides' runs."""
     lines = list(block.lines)
-    sides: list[tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]]] = []
+    sides: list[_Side] = []
     i = 0
     while i < len(lines):
         budget.charge()
@@ -93,7 +103,7 @@ def _heading(text: str) -> tuple[str, str] | None:
     text = normalize_text(text)
     if len(text) > _LONGEST_LINE:
         return None
-    short = _LABEL.match(text)
+    short = _LABEL.match(text) or _REMARKED.match(text)
     if short:
         side = side_of_label(short.group("label"))
         return (side, short.group("label").strip()) if side else None
@@ -106,10 +116,10 @@ def _heading(text: str) -> tuple[str, str] | None:
     return ("before" if before else "after"), stripped.rstrip(":").strip()
 
 
-def _runs(lines: Sequence[BodyLine], i: int) -> tuple[dict[str, list[float]], int]:
+def _runs(lines: Sequence[BodyLine], i: int) -> tuple[_Runs, int]:
     """The tool's result lines under heading `i`, by metric, and the index after the block."""
     indent = len(lines[i].text) - len(lines[i].text.lstrip())
-    runs: dict[str, list[float]] = {}
+    runs: _Runs = {}
     end = j = i + 1
     blanks = 0
     while j < len(lines) and j - i <= _BLOCK_LINES:
@@ -126,44 +136,44 @@ def _runs(lines: Sequence[BodyLine], i: int) -> tuple[dict[str, list[float]], in
         if blanks and not results and len(text) - len(text.lstrip()) <= indent:
             break  # prose after the block
         blanks = 0
-        for name, value in results:
-            runs.setdefault(name, []).append(value)
+        for name, value, unit in results:
+            runs.setdefault((name, unit), []).append(value)
         if results:
             end = j + 1
         j += 1
     return runs, end
 
 
-def _results(text: str) -> list[tuple[str, float]]:
-    """(metric, seconds) of one result line of a tool, or none."""
+def _results(text: str) -> list[tuple[str, float, str]]:
+    """(metric, value, unit) of one result line of a tool, or none."""
     if len(text) > _LONGEST_LINE:
         return []
     if match := _HACKBENCH.match(text):
-        return [("Time", float(match.group("time")))]
+        return [("Time", float(match.group("time")), "s")]
     if match := _GNU_TIME.match(text):
         elapsed = 3600 * int(match.group("h") or 0) + 60 * int(match.group("m"))
-        return [("user", float(match.group("user"))), ("system", float(match.group("system"))),
-                ("elapsed", elapsed + float(match.group("s")))]  # fmt: skip
+        return [("user", float(match.group("user")), "s"),
+                ("system", float(match.group("system")), "s"),
+                ("elapsed", elapsed + float(match.group("s")), "s")]  # fmt: skip
     if match := _TIME_BUILTIN.match(text):
         token = match.group("value")
         value = minutes_seconds(token) if token.endswith("s") else to_float(token)
-        return [(match.group("name"), value)] if value is not None else []
+        return [(match.group("name"), value, "s")] if value is not None else []
+    if match := _FUNCLATENCY.match(text):
+        return [("avg latency", float(match.group("value")), match.group("unit") + "s")]
     return []
 
 
-def _compare(
-    before: tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]],
-    after: tuple[str, str, dict[str, list[float]], tuple[BodyLine, ...]],
-) -> list[Measurement]:
+def _compare(before: _Side, after: _Side) -> list[Measurement]:
     measurements = []
-    for name, base in before[2].items():
-        patched = after[2].get(name)
+    for (name, unit), base in before[2].items():
+        patched = after[2].get((name, unit))
         if not patched:
             continue
         runs = len(base) >= 2 and len(patched) >= 2
         measurements.append(Measurement(
             metric=name, base=statistics.fmean(base), patched=statistics.fmean(patched),
-            unit="s", n_base=len(base) if runs else None, n_patched=len(patched) if runs else None,
+            unit=unit, n_base=len(base) if runs else None, n_patched=len(patched) if runs else None,
             cv_base_pct=cv_pct(tuple(base)) if runs else None,
             cv_patched_pct=cv_pct(tuple(patched)) if runs else None,
             spread_source="samples" if runs else None, higher_is_better=False,

@@ -94,3 +94,33 @@ def test_a_sentence_naming_both_sides_is_no_heading() -> None:
         Time: 4.401
         Time: 4.470
         """) == ()
+
+
+def test_funclatency_summaries_under_headings_with_a_remark() -> None:
+    # Kuniyuki Iwashima, "af_unix: Try to run GC async." (netdev, 2023)
+    [claim] = judged("""\
+        Without series: the sane sendmsg() needs to wait gc unreasonably.
+
+          $ sudo /usr/share/bcc/tools/funclatency -p 11165 unix_dgram_sendmsg
+          Tracing 1 functions for "unix_dgram_sendmsg"... Hit Ctrl-C to end.
+          ^C
+               nsecs                         : count     distribution
+          [...]
+             1048576 -> 2097151    : 3881     |****************************************|
+             2097152 -> 4194303    : 214      |**                                      |
+
+          avg = 1825567 nsecs, total: 7477526027 nsecs, count: 4096
+
+        With series: the sane sendmsg() can finish much faster.
+
+          $ sudo /usr/share/bcc/tools/funclatency -p 8702  unix_dgram_sendmsg
+               nsecs                         : count     distribution
+                 256 -> 511        : 4092     |****************************************|
+
+          avg = 410 nsecs, total: 1680510 nsecs, count: 4096
+
+        Signed-off-by: Kuniyuki Iwashima <kuniyu@amazon.com>
+        """)
+    [m] = claim.claim.measurements
+    assert (m.metric, m.base, m.patched, m.unit, m.n) == ("avg latency", 1825567, 410, "ns", None)
+    assert m.higher_is_better is False
