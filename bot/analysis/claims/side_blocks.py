@@ -37,6 +37,7 @@ from bot.analysis.claims.numbers import (
     normalize_text,
     to_float,
 )
+from bot.analysis.claims.side_pairs import Found, pair_sides, scan_sides
 from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
@@ -83,43 +84,28 @@ class _Side:
     stated: dict[str, float]  # metric name (lower case) -> the change the heading's remark states
     values: dict[str, tuple[str, _Value, BodyLine]]  # lower-case name -> (name, value, line)
     lines: tuple[BodyLine, ...]
+    start: int  # the heading's index in the block
+    end: int  # the index after the side's metrics
 
 
-def find_side_blocks(
-    block: Block, budget: Budget
-) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
+def find_side_blocks(block: Block, budget: Budget) -> list[Found]:
     """(measurements, lines, (before, after) labels) for every pair of side blocks."""
-    lines = list(block.lines)
-    sides: list[tuple[int, int, _Side]] = []  # (heading index, index after its metrics, side)
-    i = 0
-    while i < len(lines):
-        budget.charge()
+
+    def read(lines: Sequence[BodyLine], i: int) -> tuple[_Side | None, int] | None:
         side = _heading(lines[i].text)
         if side is None:
-            i += 1
-            continue
+            return None
         if side[3]:
             values, end = _inline(side[3], lines[i]), i + 1
         else:
             values, end = _metrics(lines, i + 1, budget)
-        if values:
-            sides.append((i, end, _Side(side[0], side[1], side[2], values,
-                                        tuple(lines[i:end]))))  # fmt: skip
-        i = max(end, i + 1)
-    found = []
-    k = 0
-    while k + 1 < len(sides):
-        (_, end, first), (start, _, second) = sides[k], sides[k + 1]
-        if first.side != second.side and start - end <= _GAP_LINES:
-            before, after = (first, second) if first.side == "before" else (second, first)
-            measurements = _compare(before, after)
-            if measurements:
-                spanned = tuple(sorted(first.lines + second.lines, key=lambda ln: ln.number))
-                found.append((measurements, spanned, (before.label, after.label)))
-                k += 2
-                continue
-        k += 1
-    return found
+        if not values:
+            return None, end
+        return _Side(side[0], side[1], side[2], values, tuple(lines[i:end]), i, end), end
+
+    sides = scan_sides(block.lines, budget, read)
+    return pair_sides(sides, _compare, lambda first, second: second.start - first.end
+                      <= _GAP_LINES)  # fmt: skip
 
 
 def _heading(text: str) -> tuple[str, str, dict[str, float], str] | None:

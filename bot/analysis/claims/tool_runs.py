@@ -35,9 +35,11 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bot.analysis.claims.measurement import Measurement, cv_pct
 from bot.analysis.claims.numbers import Budget, minutes_seconds, normalize_text, to_float
+from bot.analysis.claims.side_pairs import Found, pair_sides, scan_sides
 from bot.analysis.claims.statements import side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
@@ -60,42 +62,29 @@ _TIME_BUILTIN = re.compile(
     r"^\s*(?P<name>real|user|sys)\s+(?P<value>\d+m\d+(?:\.\d+)?s|\d+\.\d+)\s*$"
 )
 _Runs = dict[tuple[str, str], list[float]]  # (metric, unit) -> one value a run
-_Side = tuple[str, str, _Runs, tuple[BodyLine, ...]]  # side, label, runs, lines
 _LONGEST_LINE = 300
 _BLOCK_LINES = 80  # lines a side's runs span at most
 
 
-def find_tool_runs(
-    block: Block, budget: Budget
-) -> list[tuple[list[Measurement], tuple[BodyLine, ...], tuple[str, str]]]:
+@dataclass(frozen=True)
+class _Side:
+    side: str  # "before" or "after"
+    label: str
+    runs: _Runs
+    lines: tuple[BodyLine, ...]
+
+
+def find_tool_runs(block: Block, budget: Budget) -> list[Found]:
     """(measurements, lines, (before, after) labels) for every pair of sides' runs."""
-    lines = list(block.lines)
-    sides: list[_Side] = []
-    i = 0
-    while i < len(lines):
-        budget.charge()
+
+    def read(lines: Sequence[BodyLine], i: int) -> tuple[_Side | None, int] | None:
         heading = _heading(lines[i].text)
         if heading is None:
-            i += 1
-            continue
+            return None
         runs, end = _runs(lines, i)
-        if runs:
-            sides.append((*heading, runs, tuple(lines[i:end])))
-        i = max(end, i + 1)
-    found = []
-    k = 0
-    while k + 1 < len(sides):
-        first, second = sides[k], sides[k + 1]
-        if first[0] != second[0]:
-            before, after = (first, second) if first[0] == "before" else (second, first)
-            measurements = _compare(before, after)
-            if measurements:
-                spanned = tuple(sorted(first[3] + second[3], key=lambda ln: ln.number))
-                found.append((measurements, spanned, (before[1], after[1])))
-                k += 2
-                continue
-        k += 1
-    return found
+        return (_Side(*heading, runs, tuple(lines[i:end])) if runs else None), end
+
+    return pair_sides(scan_sides(block.lines, budget, read), _compare)
 
 
 def _heading(text: str) -> tuple[str, str] | None:
@@ -166,8 +155,8 @@ def _results(text: str) -> list[tuple[str, float, str]]:
 
 def _compare(before: _Side, after: _Side) -> list[Measurement]:
     measurements = []
-    for (name, unit), base in before[2].items():
-        patched = after[2].get((name, unit))
+    for (name, unit), base in before.runs.items():
+        patched = after.runs.get((name, unit))
         if not patched:
             continue
         runs = len(base) >= 2 and len(patched) >= 2
@@ -179,6 +168,6 @@ def _compare(before: _Side, after: _Side) -> list[Measurement]:
             spread_source="samples" if runs else None, higher_is_better=False,
             samples_base=tuple(base) if runs else (),
             samples_patched=tuple(patched) if runs else (),
-            base_label=before[1], patched_label=after[1], line=after[3][-1],
+            base_label=before.label, patched_label=after.label, line=after.lines[-1],
         ))  # fmt: skip
     return measurements
