@@ -93,9 +93,9 @@ def _heading(text: str) -> tuple[str, str] | None:
     if len(text) > _LONGEST_LINE:
         return None
     short = _LABEL.match(text) or _REMARKED.match(text)
-    if short:
-        side = side_of_label(short.group("label"))
-        return (side, short.group("label").strip()) if side else None
+    side = side_of_label(short.group("label")) if short else None
+    if short and side:
+        return side, short.group("label").strip()
     stripped = text.strip()
     if not stripped.endswith(":") or len(stripped) > 160:
         return None

@@ -124,3 +124,19 @@ def test_funclatency_summaries_under_headings_with_a_remark() -> None:
     [m] = claim.claim.measurements
     assert (m.metric, m.base, m.patched, m.unit, m.n) == ("avg latency", 1825567, 410, "ns", None)
     assert m.higher_is_better is False
+
+
+def test_a_sentence_without_commas_that_names_one_side() -> None:
+    # taken for a short label, whose first word ("And") names no side, it was no heading
+    [claim] = judged("""\
+        Here are the timings on 6.9-rc7, vanilla:
+
+        real\t1m24.526s
+
+        And the timings with the patched kernel:
+
+        real\t1m18.058s
+        """)
+    [m] = claim.claim.measurements
+    assert (m.base, round(m.patched, 3)) == (84.526, 78.058)
+    assert m.patched_label == "And the timings with the patched kernel"
