@@ -273,7 +273,9 @@ def _read(
     if tuple(n.lower() for n in names) == _BLOAT_O_METER:
         return None  # code size, function by function: no performance claim
     if headed and len(body) >= 2 and not any(_value(c) for c in body[0].cells[1:]):
-        return _slashed(names, body[0], body[1:], _spanned(rows, lines), unit_word)
+        if any("/" in c for c in body[0].cells[1:]):
+            return _slashed(names, body[0], body[1:], _spanned(rows, lines), unit_word)
+        body = body[1:]  # a second heading line of what each column holds (UnixBench's INDEX)
     across = _sides(names[1:]) if headed else None
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)

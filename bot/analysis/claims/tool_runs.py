@@ -16,7 +16,9 @@
 Each tool prints one result line per run: hackbench `Time: 4.401` (seconds), GNU time's one-line
 summary (`0.00user 13.78system 0:13.78elapsed 99%CPU`: user, system and elapsed seconds; the CPU
 share is no result), the `time` builtin's `real`/`user`/`sys` lines, and bcc funclatency's
-`avg = 410 nsecs, total: ..., count: 4096` (the mean of the calls traced: one value, not runs).
+`avg = 410 nsecs, total: ..., count: 4096` (the mean of the calls traced: one value, not runs),
+and perf stat's `6.5681 +- 0.0225 seconds time elapsed ( +- 0.34% )` with the `-r N` of its
+command in the block (the mean of N runs and its error: per-run CV 0.34% times sqrt(N)).
 The lines between them (the command, the tool's banner, a histogram) are skipped. A heading is a
 side's name on a line of its own, after a list mark or not, with or without a colon (`1)Before:`,
 `2)After`, `Without this change:`), or followed by a remark that holds no number (`Without
@@ -32,6 +34,7 @@ as nothing before).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Sequence
@@ -61,16 +64,31 @@ _FUNCLATENCY = re.compile(r"^\s*avg\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[n
 _TIME_BUILTIN = re.compile(
     r"^\s*(?P<name>real|user|sys)\s+(?P<value>\d+m\d+(?:\.\d+)?s|\d+\.\d+)\s*$"
 )
+# perf stat -r N's summary: "6.5681 +- 0.0225 seconds time elapsed  ( +-  0.34% )"
+_PERF_SUMMARY = re.compile(
+    r"^\s*(?P<mean>\d+(?:\.\d+)?)\s*\+-\s*\d+(?:\.\d+)?\s+seconds time elapsed\s*"
+    r"\(\s*\+-\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)"
+)
+_PERF_REPEAT = re.compile(r"(?:\s-r\s*|--repeat[= ]\s*)(\d+)\b")
 _Runs = dict[tuple[str, str], list[float]]  # (metric, unit) -> one value a run
 _LONGEST_LINE = 300
 _BLOCK_LINES = 80  # lines a side's runs span at most
 
 
 @dataclass(frozen=True)
+class _Read:
+    """What a side's block holds: runs by metric, and perf stat's summary of its repeats."""
+
+    runs: _Runs
+    summaries: dict[str, tuple[float, float]]  # metric -> (mean, +- of the mean in percent)
+    repeat: int | None  # perf stat's -r N in the block
+
+
+@dataclass(frozen=True)
 class _Side:
     side: str  # "before" or "after"
     label: str
-    runs: _Runs
+    read: _Read
     lines: tuple[BodyLine, ...]
 
 
@@ -81,8 +99,9 @@ def find_tool_runs(block: Block, budget: Budget) -> list[Found]:
         heading = _heading(lines[i].text)
         if heading is None:
             return None
-        runs, end = _runs(lines, i)
-        return (_Side(*heading, runs, tuple(lines[i:end])) if runs else None), end
+        read, end = _block(lines, i)
+        found = read.runs or read.summaries
+        return (_Side(*heading, read, tuple(lines[i:end])) if found else None), end
 
     return pair_sides(scan_sides(block.lines, budget, read), _compare)
 
@@ -105,10 +124,12 @@ def _heading(text: str) -> tuple[str, str] | None:
     return ("before" if before else "after"), stripped.rstrip(":").strip()
 
 
-def _runs(lines: Sequence[BodyLine], i: int) -> tuple[_Runs, int]:
-    """The tool's result lines under heading `i`, by metric, and the index after the block."""
+def _block(lines: Sequence[BodyLine], i: int) -> tuple[_Read, int]:
+    """The tool's result lines under heading `i`, and the index after the block."""
     indent = len(lines[i].text) - len(lines[i].text.lstrip())
     runs: _Runs = {}
+    summaries: dict[str, tuple[float, float]] = {}
+    repeat: int | None = None
     end = j = i + 1
     blanks = 0
     while j < len(lines) and j - i <= _BLOCK_LINES:
@@ -122,15 +143,21 @@ def _runs(lines: Sequence[BodyLine], i: int) -> tuple[_Runs, int]:
         if _heading(text) is not None:
             break
         results = _results(text)
-        if blanks and not results and len(text) - len(text.lstrip()) <= indent:
+        summary = _PERF_SUMMARY.match(text)
+        if blanks and not (results or summary) and len(text) - len(text.lstrip()) <= indent:
             break  # prose after the block
         blanks = 0
         for name, value, unit in results:
             runs.setdefault((name, unit), []).append(value)
-        if results:
+        if summary:
+            summaries.setdefault("seconds time elapsed",
+                                 (float(summary.group("mean")), float(summary.group("pct"))))
+        if (command := _PERF_REPEAT.search(text)) and "perf stat" in text:
+            repeat = int(command.group(1))
+        if results or summary:
             end = j + 1
         j += 1
-    return runs, end
+    return _Read(runs, summaries, repeat), end
 
 
 def _results(text: str) -> list[tuple[str, float, str]]:
@@ -154,9 +181,10 @@ def _results(text: str) -> list[tuple[str, float, str]]:
 
 
 def _compare(before: _Side, after: _Side) -> list[Measurement]:
-    measurements = []
-    for (name, unit), base in before.runs.items():
-        patched = after.runs.get((name, unit))
+    measurements = [_summarised(name, before, after) for name in before.read.summaries
+                    if name in after.read.summaries]  # fmt: skip
+    for (name, unit), base in before.read.runs.items():
+        patched = after.read.runs.get((name, unit))
         if not patched:
             continue
         runs = len(base) >= 2 and len(patched) >= 2
@@ -171,3 +199,19 @@ def _compare(before: _Side, after: _Side) -> list[Measurement]:
             base_label=before.label, patched_label=after.label, line=after.lines[-1],
         ))  # fmt: skip
     return measurements
+
+
+def _summarised(name: str, before: _Side, after: _Side) -> Measurement:
+    """perf stat's summary on each side: the mean of -r N runs, and the error of that mean in
+    percent of it, so that the per-run CV is that times sqrt(N) (docs/claims.md, perf stat)."""
+    base, base_pct = before.read.summaries[name]
+    patched, patched_pct = after.read.summaries[name]
+    n_base, n_patched = before.read.repeat, after.read.repeat
+    known = n_base is not None and n_patched is not None
+    return Measurement(
+        metric=name, base=base, patched=patched, unit="s", n_base=n_base, n_patched=n_patched,
+        cv_base_pct=base_pct * math.sqrt(n_base) if known and n_base else None,
+        cv_patched_pct=patched_pct * math.sqrt(n_patched) if known and n_patched else None,
+        spread_source="perf stat +- (sem)" if known else None, higher_is_better=False,
+        base_label=before.label, patched_label=after.label, line=after.lines[-1],
+    )  # fmt: skip

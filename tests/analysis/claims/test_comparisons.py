@@ -423,3 +423,21 @@ def test_a_standard_deviation_row_under_the_kernels_is_no_kernel() -> None:
         ("tcp_rr", 9504218.56, 9656205.68, 1.6, 30),
         ("tcp_stream", 357366.84, 356978.39, -0.1, 30),
     ]
+
+
+def test_a_second_heading_line_of_what_the_columns_hold() -> None:
+    # Li RongQing's UnixBench (kvm, 2022): "INDEX  INDEX" under "Base  with patch" was taken
+    # for a heading of sides within each cell, and the table was not read
+    body = textwrap.dedent("""\
+        Testcase                                  Base    with patch
+        System Benchmarks Index Values            INDEX     INDEX
+        Dhrystone 2 using register variables     3278.4    3277.7
+        Execl Throughput                         1296.5     941.1
+        Pipe-based Context Switching              243.3     352.0
+                                              ========    =======
+        System Benchmarks Index Score             1467.2   1483.0
+        """)
+    [judged] = analyse_message("s", "a <a@b.c>", body).claims
+    values = {m.metric: (m.base, m.patched) for m in judged.claim.measurements}
+    assert values["Execl Throughput"] == (1296.5, 941.1)
+    assert values["System Benchmarks Index Score"] == (1467.2, 1483.0)

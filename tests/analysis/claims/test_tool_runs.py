@@ -140,3 +140,27 @@ def test_a_sentence_without_commas_that_names_one_side() -> None:
     [m] = claim.claim.measurements
     assert (m.base, round(m.patched, 3)) == (84.526, 78.058)
     assert m.patched_label == "And the timings with the patched kernel"
+
+
+def test_perf_stat_summaries_with_the_commands_repeat_count() -> None:
+    # Jiri Olsa, "bpf: Speed up symbol resolving in kprobe multi link" (bpf, 2022)
+    said, claim = judged("""\
+        It's about 11 times faster with the patches:
+
+        Before:
+
+          # perf stat -r 5 -e cycles ./src/bpftrace -e 'kprobe:x* {  } i:ms:1 { exit(); }'
+          ...
+          6.5681 +- 0.0225 seconds time elapsed  ( +-  0.34% )
+
+        After:
+
+          # perf stat -r 5 -e cycles ./src/bpftrace -e 'kprobe:x* {  } i:ms:1 { exit(); }'
+          ...
+          0.5661 +- 0.0275 seconds time elapsed  ( +-  4.85% )
+        """)
+    [m] = claim.claim.measurements
+    assert (m.base, m.patched, m.n, m.spread_source) == (6.5681, 0.5661, 5, "perf stat +- (sem)")
+    assert round(m.cv_base_pct, 3) == round(0.34 * 5 ** 0.5, 3)
+    assert claim.judgement.measurements[0].verdict == "improvement"
+    assert said.claim.change.low_pct == 1000  # "11 times faster", in the words above
