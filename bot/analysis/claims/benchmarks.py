@@ -135,7 +135,8 @@ _NEUTRAL_NAME = re.compile(
 )
 _LOWER_NAME = re.compile(
     r"latenc|\blat\b|clat|elapsed|\belsp|\bsyst?\b|_time\b|\btime\b|duration|wall|runtime|"
-    r"\bamean\b|msec|usec|task-clock|\bcycles\b|\bsecs?\b|memory (?:usage|footprint|consumption)",
+    r"\bamean\b|msec|usec|task-clock|\bcycles\b|\bsecs?\b|memory (?:usage|footprint|consumption)|"
+    r"contention",
     re.IGNORECASE,
 )
 _HIGHER_NAME = re.compile(

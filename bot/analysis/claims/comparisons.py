@@ -60,6 +60,7 @@ _SPREAD = re.compile(r"std\.?\s*dev|stdev|stddev|deviation|variance|\bcv\b", re.
 _PADDED = re.compile(r"\(\s*([-+]?\d+(?:\.\d+)?\s*%)\s*\)\s*")
 _LABEL_UNIT = re.compile(r"[(\[]([^)\]]+)[)\]]\s*$")
 _SECTION = re.compile(r"^\s*[A-Za-z][^|]{0,60}:\s*$")
+_SIGNED_PERCENT = re.compile(r"^\s*[-+\u2212]\s?\d+(?:\.\d+)?\s*%\s*$")
 _REMARK = re.compile(r"^\s+\([^()]*\)\s*$")
 _QUOTED_LABEL = re.compile(r'^"\s*([^"]+?)\s*"\s+(\S.*)$')
 _LONGEST_LINE = 500
@@ -360,6 +361,8 @@ def _slashed(
 def _measurement(case: _Case, kernels: tuple[str, str], unit_word: str | None
                  ) -> Measurement | None:
     """The measurement of one case, or None when a cell holds no value."""
+    if any(_SIGNED_PERCENT.match(cell) for cell in (case.base, case.patched)):
+        return None  # "-13.6%" under "baseline": each kernel's change against a third one
     base, patched = _value(case.base), _value(case.patched)
     if base is None or patched is None or not case.metric:
         return None

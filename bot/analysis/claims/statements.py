@@ -336,8 +336,10 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
 
 # A row of a table: three or more cells apart by two blanks or more, two of them numbers.
 _CELL = re.compile(r"\S+(?: \S+)*")
-_NUMERIC_CELL = re.compile(rf"^[-+~]?{NUMBER}\s*%?[A-Za-z/]*$")
-_PERCENT_CELL = re.compile(rf"^[-+~]?{NUMBER}\s*%$")
+_NUMERIC_CELL = re.compile(rf"^[-+~]?{NUMBER}")  # "9219349", "2461133 -73.3%", "54.46%(...)"
+# An unsigned percentage: a value of the table unless its heading names a change; a signed one
+# ("-73.3%" after a value) is a change whatever is above it.
+_LEVEL = re.compile(r"(?<![\w.+-])\d+(?:\.\d+)?\s*%")
 _RULE = re.compile(r"^[\s\-=_+|*~]*$")
 # A column heading that makes its percentages changes: "%change", "delta", "[ vs. v3.7]".
 _CHANGE_HEADING = re.compile(
@@ -374,10 +376,9 @@ def _table_row(text: str) -> bool:
 
 
 def _levels_under(row: str, heading: Sequence[str]) -> bool:
-    """Whether a percentage of the row stands under heading words that name no change."""
-    for cell in re.finditer(r"\S+(?: \S+)?", row):
-        if not _PERCENT_CELL.match(cell.group(0)):
-            continue
+    """Whether an unsigned percentage of the row stands under heading words that name no
+    change (Aaron Lu's `zone lock contention` column: `76.99%`, a share of the cycles)."""
+    for cell in _LEVEL.finditer(row):
         above = " ".join(
             word.group(0) for line in heading for word in _CELL.finditer(line)
             if word.start() < cell.end() and cell.start() < word.end()

@@ -441,3 +441,17 @@ def test_a_second_heading_line_of_what_the_columns_hold() -> None:
     values = {m.metric: (m.base, m.patched) for m in judged.claim.measurements}
     assert values["Execl Throughput"] == (1296.5, 941.1)
     assert values["System Benchmarks Index Score"] == (1467.2, 1483.0)
+
+
+def test_a_table_of_each_kernel_s_change_against_a_third_is_not_read() -> None:
+    # Ryan Roberts's mTHP swap-out (linux-mm, 2024): every cell is a change against 4K pages
+    # on the baseline; "91.4%" -> "89.6%" is no -2% of anything
+    body = textwrap.dedent("""\
+        | alloc size |                baseline |           + this series |
+        |            | mm-unstable (~v6.9-rc1) |                         |
+        |:-----------|------------------------:|------------------------:|
+        | 4K Page    |                    0.0% |                    1.3% |
+        | 64K THP    |                  -13.6% |                   46.3% |
+        | 2M THP     |                   91.4% |                   89.6% |
+        """)
+    assert analyse_message("s", "a <a@b.c>", body).claims == ()

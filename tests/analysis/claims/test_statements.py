@@ -253,3 +253,20 @@ def test_a_kernel_s_version_after_its_side_is_no_value() -> None:
         patched =  6.16-rc4 + all patches
         """)
     assert result.claims == ()
+
+
+def test_a_share_column_beside_inline_changes_and_contention_that_drops() -> None:
+    # Aaron Lu's zone lock table (linux-mm, 2018): the contention column holds shares of the
+    # cycles, not changes; the sentence under it says the contention dropped, which is good
+    result = analysed("""\
+        kernel        performance      zone lock contention
+        patch1         9219349         76.99%
+        patch7         2461133 -73.3%  54.46%(another 34.66% on smp_list_add())
+        patch8        11712766 +27.0%  68.14%
+        patch9        11386980 +23.5%  67.18%
+
+        zone lock scalability can be
+        improved: performance increase 20%+, lock contention drop 8%.
+        """)
+    changes = [(c.claim.change.low_pct, c.claim.change.direction) for c in result.claims]
+    assert changes == [(20, "improvement"), (8, "improvement")]
