@@ -128,14 +128,16 @@ _SETUP_HEADING = re.compile(
 
 def _setup_columns(headers: Sequence[str], rows: Sequence[Sequence[float]]) -> int:
     """How many leading columns are a test's parameters: named as one (`Procs`, `NR`,
-    `threads`), or whole numbers that repeat down the column (`100 100 10 10 1 1`) while a
-    column after them still names something else."""
+    `threads`), or, under a heading that names no side, whole numbers in steps that repeat
+    (`100 100 10 10 1 1`: sorted, with repeats, as no kernel's runs are), with two columns or
+    more after them."""
     count = 0
-    for c, header in enumerate(headers[:-1]):
+    for c, header in enumerate(headers[:-2]):
         values = [r[c] for r in rows]
-        repeated = all(v == int(v) for v in values) and len(set(values)) < len(values)
-        if _SETUP_HEADING.match(header.strip()) or (repeated and not _FLOAT.match(header)
-                                                    and c + 1 < len(headers) - 1):
+        stepped = (all(v == int(v) for v in values) and len(set(values)) < len(values)
+                   and values in (sorted(values), sorted(values, reverse=True)))
+        named = _SETUP_HEADING.match(header.strip())
+        if named or (stepped and not _FLOAT.match(header) and side_of_label(header) is None):
             count += 1
         else:
             break

@@ -190,3 +190,21 @@ def test_unixbench_scores_are_higher_is_better() -> None:
         """
     )
     assert judged.claim.measurements[0].higher_is_better is True
+
+
+def test_whole_number_runs_that_repeat_are_still_runs() -> None:
+    # a kernel's integer results may repeat; only sorted steps with repeats mark setups
+    [judged] = claims(
+        """\
+        Results in ops/s:
+
+        base      v1        v2
+         44017     45102     45311
+         44102     45190     45298
+         44017     45077     45350
+         44230     45260     45342
+         44101     45199     45307
+        """
+    )
+    assert [c.samples[:3] for c in judged.claim.table.columns] == [
+        (44017, 44102, 44017), (45102, 45190, 45077), (45311, 45298, 45350)]
