@@ -277,7 +277,7 @@ def _read(
         if any("/" in c for c in body[0].cells[1:]):
             return _slashed(names, body[0], body[1:], _spanned(rows, lines), unit_word)
         body = body[1:]  # a second heading line of what each column holds (UnixBench's INDEX)
-    across = _sides(names[1:]) if headed else None
+    across = _sides(names[1:], headings=True) if headed else None
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)
         kernels = (names[before], names[after])
@@ -456,9 +456,13 @@ def _case(parameter: str, label: str) -> str:
     return f"{parameter} {label}" if parameter and _RUN.match(label) else label
 
 
-def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
+def _sides(labels: Sequence[str], *, headings: bool = False
+           ) -> tuple[int, int, int | None] | None:
     """The places of the one "before" label, the one "after" label and a change's label among
-    `labels`, or None unless those are all they hold."""
+    `labels`, or None unless those are all they hold. Two labels that name no side are two
+    kernels, the one before being the tree the other is based on; among column `headings`
+    only, also the name the other extends (as row labels, `alloc` and `alloc_bulk` are more
+    often two metrics)."""
     before = [k for k, label in enumerate(labels) if side_of_label(label) == "before"]
     after = [k for k, label in enumerate(labels) if side_of_label(label) == "after"]
     change = [k for k, label in enumerate(labels) if _CHANGE.match(label.strip())]
@@ -473,7 +477,7 @@ def _sides(labels: Sequence[str]) -> tuple[int, int, int | None] | None:
         elif len(after) == 1 and not before:
             before = others
     if not before and not after and len(others) == 2:
-        order = _base_first(labels[others[0]], labels[others[1]])
+        order = _base_first(labels[others[0]], labels[others[1]], extends=headings)
         if order is not None:
             before, after = [others[order]], [others[1 - order]]
     if len(before) != 1 or len(after) != 1 or len(change) > 1:
@@ -493,7 +497,7 @@ _BASE_TREE = re.compile(
 _STATISTIC = re.compile(r"^[-+_ ]?(?:avg|mean|max|min|std\w*|sd|p\d+|median|cv|err\w*)$", re.I)
 
 
-def _base_first(one: str, other: str) -> int | None:
+def _base_first(one: str, other: str, *, extends: bool) -> int | None:
     """Which of two kernels' names, neither naming a side, is the one before: the tree a series
     is based on (`mm-unstable` over `zswap-global-lru`, Chengming Zhou), or the name the
     other extends (`zswap-invalidate-entry` and `zswap-invalidate-entry-exclusive`)."""
@@ -503,6 +507,8 @@ def _base_first(one: str, other: str) -> int | None:
     trees = (bool(_BASE_TREE.match(one)), bool(_BASE_TREE.match(other)))
     if trees[0] != trees[1]:
         return 0 if trees[0] else 1
+    if not extends:
+        return None
     for k, (short, long) in enumerate(((one, other), (other, one))):
         rest = long[len(short):]
         if short and long.startswith(short) and rest[:1] in ("-", "+", "_") and (

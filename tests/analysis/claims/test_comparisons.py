@@ -340,9 +340,11 @@ def test_two_kernels_named_by_tree_or_by_extension_the_base_first() -> None:
             assert (real.base_label, real.base, real.patched) == (base, 63.20, 63.12), first
             assert (real.unit, real.higher_is_better) == ("s", False)  # `time`'s rows
     # statistics of one metric are no kernels, nor are numbers (Joonsoo Kim's ebizzy rows,
-    # 2020: "6973.0" over "-0.01" was read as a kernel "6.8" and a patch)
+    # 2020: "6973.0" over "-0.01" was read as a kernel "6.8" and a patch), nor two row labels
+    # one of which extends the other
     for body in ("       lat   lat-max\nread   12.1   30.2\nwrite  14.0   41.9\n",
-                 "  6973.0   7342.0   7745.0\n   -0.01     -0.0     -0.0\n"):
+                 "  6973.0   7342.0   7745.0\n   -0.01     -0.0     -0.0\n",
+                 "            lat     bw\nalloc       1.0     2.0\nalloc_bulk  3.0     4.0\n"):
         assert analyse_message("s", "a <a@b.c>", body).claims == ()
 
 
