@@ -24,12 +24,11 @@ side's name on a line of its own, after a list mark or not, with or without a co
 `2)After`, `Without this change:`), or followed by a remark that holds no number (`Without
 series: the sane sendmsg() needs to wait gc unreasonably.`), or a sentence ending in a colon
 whose words name one side only (`the timings with my modified kernel, THP on:`, `on 3.11-rc7,
-clean, THP on:`). A side's block ends at the next
-heading, at two blank lines, or at a blank line followed by prose no further indented than the
-heading. Two headings of opposite sides in a row make a pair, whichever comes first; every run
-is a sample (Imran Khan's hackbench, linux-mm 2021; Kirill Tkhai's drop_caches timings, 2018;
-Alex Thorlton's THP faults, 2013; Kuniyuki Iwashima's sendmsg latencies, netdev 2023: each read
-as nothing before).
+clean, THP on:`). A side's block ends at the next heading, at two blank lines, or at a blank
+line followed by prose no further indented than the heading. Two headings of opposite sides in
+a row make a pair, whichever comes first; every run is a sample (Imran Khan's hackbench,
+linux-mm 2021; Kirill Tkhai's drop_caches timings, 2018; Alex Thorlton's THP faults, 2013;
+Kuniyuki Iwashima's sendmsg latencies, netdev 2023: each read as nothing before).
 """
 
 from __future__ import annotations
