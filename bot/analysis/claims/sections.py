@@ -177,6 +177,16 @@ def _heading(text: str, label: str | None) -> _Section | None:
     return None
 
 
+def perf_elapsed(text: str) -> tuple[float, float] | None:
+    """perf stat's summary of its runs, `6.5681 +- 0.0225 seconds time elapsed ( +- 0.34% )`:
+    the mean and its error in percent of it; None for any other line."""
+    m = _PERF_ROW.match(text)
+    if not m or m.group("name") != "time elapsed" or m.group("unit") not in ("seconds", "sec"):
+        return None
+    value, sem = to_float(m.group("v")), to_float(m.group("sem") or "")
+    return None if value is None or sem is None else (value, sem)
+
+
 def _record(text: str, line: BodyLine, section: _Section | None) -> tuple[str, _Record] | None:
     kind = section.kind if section else ""
     if kind == "perf stat" and (m := _PERF_ROW.match(text)):

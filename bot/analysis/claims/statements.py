@@ -16,6 +16,8 @@ from bot.analysis.claims.text import Block, BodyLine, Sentence
 # --------------------------------------------------------------------------------------------
 # Run counts
 
+# perf stat's repeat count: "--repeat 10", "perf stat -r 5 ..."
+_PERF_REPEAT = re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b")
 _RUNS = [
     re.compile(
         r"\b(\d+)\s+(?:test\s+|benchmark\s+)?(?:runs|iterations|trials|repetitions|rounds)\b",
@@ -33,7 +35,7 @@ _RUNS = [
         r"\b(\d+)\s+(?:test\s+|benchmark\s+)?run\s+(?:for\s+)?(?:each|per)\b", re.IGNORECASE
     ),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
-    re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b"),
+    _PERF_REPEAT,
     re.compile(r"\bnumber of (?:runs|iterations|repetitions)\s*[:=]?\s*(\d+)\b", re.IGNORECASE),
     # "aggregated over 50 consecutive defconfig builds" (Johannes Weiner)
     re.compile(r"\b(\d+)\s+(?:consecutive\s+)?(?:[\w-]+\s+)?(?:builds|boots|reboots)\b",
@@ -58,6 +60,12 @@ def find_run_counts(block: Block) -> list[RunCount]:
                 found.append(RunCount(runs, line))
                 break
     return found
+
+
+def perf_repeat(text: str) -> int | None:
+    """The runs a perf stat command line asks for (`perf stat -r 5 ...`), or None."""
+    match = _PERF_REPEAT.search(text)
+    return int(match.group(1) or match.group(2)) if match else None
 
 
 def runs_for(line_number: int, counts: Sequence[RunCount]) -> RunCount | None:

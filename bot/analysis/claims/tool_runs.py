@@ -41,8 +41,9 @@ from dataclasses import dataclass
 
 from bot.analysis.claims.measurement import Measurement, cv_pct
 from bot.analysis.claims.numbers import Budget, minutes_seconds, normalize_text, to_float
+from bot.analysis.claims.sections import perf_elapsed
 from bot.analysis.claims.side_pairs import Found, pair_sides, scan_sides
-from bot.analysis.claims.statements import side_of_label
+from bot.analysis.claims.statements import perf_repeat, side_of_label
 from bot.analysis.claims.text import Block, BodyLine
 
 _LABEL = re.compile(r"^\s*(?:\d{1,2}[.)]\s*|[-*]\s+)?(?P<label>[A-Za-z][\w/ .+-]{0,40}?)\s*:?\s*$")
@@ -63,12 +64,6 @@ _FUNCLATENCY = re.compile(r"^\s*avg\s*=\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[n
 _TIME_BUILTIN = re.compile(
     r"^\s*(?P<name>real|user|sys)\s+(?P<value>\d+m\d+(?:\.\d+)?s|\d+\.\d+)\s*$"
 )
-# perf stat -r N's summary: "6.5681 +- 0.0225 seconds time elapsed  ( +-  0.34% )"
-_PERF_SUMMARY = re.compile(
-    r"^\s*(?P<mean>\d+(?:\.\d+)?)\s*\+-\s*\d+(?:\.\d+)?\s+seconds time elapsed\s*"
-    r"\(\s*\+-\s*(?P<pct>\d+(?:\.\d+)?)\s*%\s*\)"
-)
-_PERF_REPEAT = re.compile(r"(?:\s-r\s*|--repeat[= ]\s*)(\d+)\b")
 _Runs = dict[tuple[str, str], list[float]]  # (metric, unit) -> one value a run
 _LONGEST_LINE = 300
 _BLOCK_LINES = 80  # lines a side's runs span at most
@@ -142,17 +137,15 @@ def _block(lines: Sequence[BodyLine], i: int) -> tuple[_Read, int]:
         if _heading(text) is not None:
             break
         results = _results(text)
-        summary = _PERF_SUMMARY.match(text)
+        summary = perf_elapsed(text)
         if blanks and not (results or summary) and len(text) - len(text.lstrip()) <= indent:
             break  # prose after the block
         blanks = 0
         for name, value, unit in results:
             runs.setdefault((name, unit), []).append(value)
         if summary:
-            summaries.setdefault("seconds time elapsed",
-                                 (float(summary.group("mean")), float(summary.group("pct"))))
-        if (command := _PERF_REPEAT.search(text)) and "perf stat" in text:
-            repeat = int(command.group(1))
+            summaries.setdefault("seconds time elapsed", summary)
+        repeat = perf_repeat(text) or repeat
         if results or summary:
             end = j + 1
         j += 1
