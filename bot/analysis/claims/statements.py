@@ -236,7 +236,10 @@ _BETTER = re.compile(
     r"\b(?:improv\w*|gain\w*|faster|speed-?ups?|boost\w*|better|higher throughput)\b",
     re.IGNORECASE,
 )
-_ROSE = re.compile(r"\bincreas\w*", re.IGNORECASE)
+_ROSE = re.compile(
+    r"\b(?:increas\w*|rise[ns]?|rose|rising|grew|grow[sn]?|growing|higher|rais(?:es|ed|ing))\b",
+    re.IGNORECASE,
+)
 _OF_WHAT = re.compile(r"\s+(?:in|of)\s+(?:the\s+)?([\w -]{1,40})")
 _REGRESSION = re.compile(
     r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss|lose|lost|"
@@ -246,6 +249,25 @@ _REGRESSION = re.compile(
 # A number that fell: worse for throughput, better for latency; which, the quantity named
 # before the word says ("tail latency drops by 12%"), and a drop of nothing named is a loss.
 _FELL = re.compile(r"\b(?:drops?|dropped|dropping)\b", re.IGNORECASE)
+# A number made smaller, by the change or on its own: better for what is better lower (a
+# latency, an overhead, a slowdown), worse for a throughput; and the reverse for a number that
+# rose. What moved is the head of the verb's object ("reduces the throughput regression by 5%":
+# the regression), else its subject ("the lock contention is reduced by 30%", "tail latency
+# drops by 12%").
+_LESSENED = re.compile(
+    r"\b(?:reduc\w*|decreas\w*|lower(?:s|ed|ing)|cuts?|cutting|eliminat\w*|halv\w*|"
+    r"shr[iu]nk\w*|drops?|dropped|dropping|fell|falls?|falling)\b",
+    re.IGNORECASE,
+)
+# The word has no object ("is reduced by 30%", "dropped significantly from 10s to 8s").
+_NO_OBJECT = re.compile(r"\s*(?:\w+ly\s+)?(?:(?:by|from|to|of|at|with)\b|\d|[-+~(,.;:]|$)", re.I)
+_TO_WHERE = re.compile(r"\s*(?:\w+ly\s+)?(?:(?:down|up)\s+)?to\b", re.IGNORECASE)
+_PASSIVE = re.compile(r"\b(?:is|are|was|were|been|be|being|gets?|got)\s+(?:\w+ly\s+)?$", re.I)
+# An object ends at a preposition, a number or punctuation: "the overhead | of memcg charging".
+_OBJECT_END = re.compile(
+    r"\s(?:of|by|in|for|on|from|with|when|to|at|than|and|or)\b|\s[-+~]?\d|[,;:()]|\.(?:\s|$)",
+    re.IGNORECASE,
+)
 PERFORMANCE = re.compile(
     r"\b(?:performance|throughput|latency|benchmark\w*|ops|runtime|run time|bandwidth|score|"
     r"speed|reduc\w*|decreas\w*)\b",
@@ -261,32 +283,60 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|while|whereas|although|and)\s+", re.IGN
 
 def _direction(text: str) -> str | None:
     text = _EXPLAINS.sub(" ", text)
+    # "an increase in memory usage" is no improvement: what moved says which it is
+    moved = [(m.start(), m, fell) for pattern, fell in ((_LESSENED, True), (_ROSE, False))
+             if (m := pattern.search(text))]  # fmt: skip
+    for _, word, fell in sorted(moved, key=lambda found: found[0]):
+        higher = _moved(text, word)
+        if higher is not None:
+            return "regression" if higher == fell else "improvement"
     better, worse = bool(_BETTER.search(text)), bool(_REGRESSION.search(text))
-    fell = _FELL.search(text)
-    if fell is not None:
-        if named_before(text, fell.start()) is False:  # lower is better
-            better = True
-        else:
-            worse = True
-    rose = _ROSE.search(text)
-    if rose is not None:
-        # "an increase in memory usage" is no improvement: what rose says which it is
-        after = _OF_WHAT.match(text, rose.end())
-        higher = named_before(after.group(1), len(after.group(1))) if after else None
-        higher = higher if higher is not None else named_before(text, rose.start())
-        better, worse = better or higher is True, worse or higher is False
+    worse = worse or bool(_FELL.search(text))  # a drop of nothing named is a loss
     if better == worse:
         return None
     return "improvement" if better else "regression"
+
+
+def _moved(text: str, word: re.Match[str]) -> bool | None:
+    """Whether the quantity a word of rise or fall speaks of is better higher; None if unnamed,
+    or if the number is where it got to ("the regression is reduced to ~3.9%": still a loss)."""
+    if _TO_WHERE.match(text, word.end()):
+        return None
+    subject = named_before(text, word.start())
+    of_what = _OF_WHAT.match(text, word.end())  # "a 5% decrease in throughput"
+    named = named_before(of_what.group(1), len(of_what.group(1))) if of_what else None
+    if named is not None:
+        return named
+    if _NO_OBJECT.match(text, word.end()) or _PASSIVE.search(text, 0, word.start()):
+        return subject
+    end = _OBJECT_END.search(text, word.end())
+    phrase = text[word.end() : end.start() if end else len(text)]
+    named = named_before(phrase, len(phrase))
+    return named if named is not None else subject
+
+
+# The words that say which way a clause's numbers went, or that a clause has a verb of its own.
+_VERB = re.compile(
+    rf"{_LESSENED.pattern}|{_ROSE.pattern}|{_BETTER.pattern}|{_REGRESSION.pattern}|\b(?:is|are|"
+    r"was|were|has|have|had|shows?|showed|gives?|gave|sees?|saw|got|gets?)\b",
+    re.IGNORECASE,
+)
 
 
 def _clause_direction(sentence: str, start: int) -> str | None:
     """The direction the words of the clause holding position `start` give: "improved by 4%,
     but latency is 2% worse" is one improvement and one regression, not two of neither."""
     bounds = [0, *[m.end() for m in _CLAUSE.finditer(sentence)], len(sentence) + 1]
+    verb = ""
     for lo, hi in zip(bounds, bounds[1:], strict=False):
+        clause = sentence[lo:hi]
         if lo <= start < hi:
-            return _direction(sentence[lo:hi])
+            if not verb or _VERB.search(clause):
+                return _direction(clause)
+            # "reduces system CPU usage by 69% and total build time by 27%": the second
+            # clause has the first one's verb
+            return _direction(f"{verb} {clause}")
+        verb = next((m.group(0) for m in _VERB.finditer(clause)), verb)
     return None
 
 
@@ -325,6 +375,8 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
         if (match.group("one") is not None and (_REACHED.search(before) or _SHARE.search(before))
                 and not _A_CHANGE.search(before)):
             continue  # "contention dropped to 4%", "vanilla stays at 70%": a level, no change
+        if match.group("one") is None and _FROM.search(before):
+            continue  # "lock contention rose from 2% to 33%": two levels, not a range of changes
         if match.group("one") is not None:
             low = high = float(match.group("one"))
         else:
@@ -419,6 +471,7 @@ _A_CHANGE = re.compile(
     r"\b(?:regression|improvement|gain|slowdown|speed-?up|overhead|degradation)s?\b[^.;,]*$",
     re.IGNORECASE,
 )
+_FROM = re.compile(r"\bfrom\s*(?:about|around|~)?\s*$", re.IGNORECASE)
 _PARAMETER_BEFORE = re.compile(r"(?:\w[-/_]|\b[a-z]+_[a-z_]+:\s*)$")
 _PARAMETER_AFTER = re.compile(r"[-/_]\w")
 # A level a quantity reached or stays at, not a change: "lock contention dropped to 4%", "the
