@@ -390,6 +390,7 @@ def _from_to_claim(
         return None
     direction_known = higher_is_better(unit, benchmarks)
     before, after = parse_number(a), parse_number(b)
+    prose = match.string
     if match.group("a3") and before and after and _patched_first(sentence.text, before, after,
                                                                  direction_known):
         before, after = after, before
@@ -398,7 +399,7 @@ def _from_to_claim(
     pair = BeforeAfter("from", before, "to", after, unit, None, direction_known)
     pct = round(pair.computed_pct, 2)
     stated = runs_for(sentence.lines[0].number, counts)
-    stated_pct, stated_kind = _stated_in_sentence(sentence)
+    stated_pct, stated_kind = _stated_in_sentence(_contrasted_part(sentence, prose, match.start()))
     measurement = Measurement(
         metric=unit or (benchmarks[0] if benchmarks else "value"),
         base=before,
@@ -434,6 +435,20 @@ _DOWN = re.compile(
     r"\b(?:reduc\w*|decreas\w*|drop\w*|fell|fall\w*|lower|less|fewer|shorter)\b", re.I
 )
 _UP = re.compile(r"\b(?:increas\w*|rise|rose|grew|grow\w*|higher|more|longer)\b", re.IGNORECASE)
+
+
+# "not every setup has such significant >200% regression, but on average ... (the regression
+# is about 2583221.62us vs 2153735.59us)": a percentage across a contrast states another change.
+_CONTRAST = re.compile(r";|,?\s+(?:but|while|whereas|although|however)\s+", re.IGNORECASE)
+
+
+def _contrasted_part(sentence: Sentence, prose: str, at: int) -> Sentence:
+    """The part of the sentence (as `prose`, its normalised text) between the contrasts around
+    position `at`."""
+    bounds = [0, *(m.end() for m in _CONTRAST.finditer(prose)), len(prose) + 1]
+    lo = max(b for b in bounds if b <= at)
+    hi = min((m.start() for m in _CONTRAST.finditer(prose, at)), default=len(prose))
+    return Sentence(prose[lo:hi], sentence.lines) if (lo, hi) != (0, len(prose)) else sentence
 
 
 def _stated_in_sentence(sentence: Sentence) -> tuple[float | None, str | None]:
