@@ -278,6 +278,9 @@ def _read(
             return _slashed(names, body[0], body[1:], _spanned(rows, lines), unit_word)
         body = body[1:]  # a second heading line of what each column holds (UnixBench's INDEX)
     across = _sides(names[1:], headings=True) if headed else None
+    if across is not None and not _both_named(names[1:]) and _both_named(
+            [r.cells[0] for r in body]):
+        across = None  # "no BGSAVE  with BGSAVE" over rows "Before:", "After:" (Kairui Song)
     if across is not None:  # a kernel a column
         before, after, change = (c + 1 if c is not None else None for c in across)
         kernels = (names[before], names[after])
@@ -485,6 +488,12 @@ def _sides(labels: Sequence[str], *, headings: bool = False
     if len(labels) != 2 + len(change) + len(spread):
         return None
     return before[0], after[0], change[0] if change else None
+
+
+def _both_named(labels: Sequence[str]) -> bool:
+    """Whether the labels name both sides in words of sides, not one found from the other."""
+    sides = [side_of_label(label) for label in labels]
+    return sides.count("before") == 1 and sides.count("after") == 1
 
 
 # A tree a series is based on: "mm-unstable", "linux-next", "next-20231009", "v6.8-rc1", "6.8".

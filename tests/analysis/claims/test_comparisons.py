@@ -457,3 +457,19 @@ def test_a_table_of_each_kernel_s_change_against_a_third_is_not_read() -> None:
         | 2M THP     |                   91.4% |                   89.6% |
         """)
     assert analyse_message("s", "a <a@b.c>", body).claims == ()
+
+
+def test_rows_named_before_and_after_are_the_kernels_under_a_workload_s_with_and_no() -> None:
+    """Kairui Song's valkey table (linux-mm, 2025, swap table phase I): `no BGSAVE` and `with
+    BGSAVE` were taken for the two kernels, "with" being a side's word, so each row compared
+    the two workloads (-37.32%); the rows `Before:` and `After:` are the kernels."""
+    [claim] = tables("""\
+        Testing with:
+        redis-benchmark -r 2500000 -n 2500000 -d 1024 -c 12 -P 32 -t get
+
+                        no BGSAVE                with BGSAVE
+        Before:         433015.08 RPS            271421.15 RPS
+        After:          431537.61 RPS (-0.34%)   290441.79 RPS (+7.0%)
+        """)
+    assert measured(claim) == {"no BGSAVE": (433015.08, 431537.61, "RPS", True, -0.34),
+                               "with BGSAVE": (271421.15, 290441.79, "RPS", True, 7.0)}
