@@ -15,8 +15,9 @@ its own (the changes a remark states, "-54.7% sys time", are the author's for th
 name), or with the side's metrics on that line ("Before: sys time: 6121.0s  64kB/swpout:
 1638155"). Under a heading alone, each line holds `name: value` pairs (commas between them), one
 `name  value` (`real  0m13.460s`, a time in minutes and seconds read as seconds), or a mean and
-its spread over the runs (`real: mean: 125.1s, stdev: 0.12s`); a value followed by `:` and more
-numbers, on that line and the lines after it, is given with its runs. Two headings of opposite
+its spread over the runs (`real: mean: 125.1s, stdev: 0.12s`, `avg: 11.23s, stddev: 0.06`); a
+value followed by `:` and more numbers, on that line and the lines after it, is given with its
+runs. Two headings of opposite
 sides in one block make a pair, whichever comes first; a metric is compared when both sides
 name it. Kairui Song's swap allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap
 series were read as nothing but their stated percentages.
@@ -160,18 +161,43 @@ def _metrics(
         pairs = [] if spaced else list(_PAIR.finditer(text))
         if spaced is None and not pairs:
             break
+        line_values = []
         for match in [spaced] if spaced else pairs:
             runs = match.group("runs") if spaced else None
             samples = [float(v) for v in runs.split()] if runs else []
             while runs is not None and i + 1 < len(lines) and _NUMBERS.match(lines[i + 1].text):
                 i += 1  # the runs go on on the next line
                 samples += [float(v) for v in lines[i].text.split()]
-            value = _value(match.group("value"), match.group("unit"), samples)
-            if value is not None:
-                name = match.group("name").strip()
-                values.setdefault(name.lower(), (name, value, lines[i]))
+            line_values.append((match.group("name").strip(),
+                                _value(match.group("value"), match.group("unit"), samples)))
+        _add(values, line_values, lines[i])
         i += 1
     return values, i
+
+
+# "avg: 11.23s, stddev: 0.06": the spread over the runs of the value before it on the line
+_SPREAD_NAME = re.compile(r"^(?:stddev|stdev|std|sd|std ?dev|standard deviation)$", re.I)
+
+
+def _add(
+    values: dict[str, tuple[str, _Value, BodyLine]],
+    line_values: Sequence[tuple[str, _Value | None]],
+    line: BodyLine,
+) -> None:
+    """The (name, value) pairs of one line added to `values`, a spread to the value before it."""
+    last: str | None = None
+    for name, value in line_values:
+        if value is None:
+            continue
+        if _SPREAD_NAME.match(name) and last is not None:
+            named, measured, at = values[last]
+            values[last] = (named, _Value(measured.value, measured.unit, measured.runs,
+                                          value.value), at)  # fmt: skip
+            last = None
+            continue
+        if name.lower() not in values:
+            values[name.lower()] = (name, value, line)
+            last = name.lower()
 
 
 def _metric_line(text: str) -> bool:
@@ -185,11 +211,8 @@ def _metric_line(text: str) -> bool:
 def _inline(text: str, line: BodyLine) -> dict[str, tuple[str, _Value, BodyLine]]:
     """The metrics written on a heading's own line."""
     values: dict[str, tuple[str, _Value, BodyLine]] = {}
-    for match in _INLINE.finditer(text):
-        value = _value(match.group("value"), match.group("unit"), [])
-        if value is not None:
-            name = match.group("name").strip()
-            values.setdefault(name.lower(), (name, value, line))
+    _add(values, [(m.group("name").strip(), _value(m.group("value"), m.group("unit"), []))
+                  for m in _INLINE.finditer(text)], line)  # fmt: skip
     return values
 
 

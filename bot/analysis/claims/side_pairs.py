@@ -1,6 +1,9 @@
 """Pairing the blocks a mail gives each kernel: every block is headed by one side's name, and two
-blocks in a row of opposite sides are compared, whichever comes first. For the readers whose
-blocks are so headed: `side_blocks` (metrics) and `tool_runs` (a tool's result lines)."""
+blocks in a row of opposite sides are compared, whichever comes first. Several "after" blocks
+in a row under one "before" block are the series patch by patch (`After patch 1:` ... `After
+patch 4:`, Kairui Song's shmem swap-in series): the last, the whole series, is compared. For
+the readers whose blocks are so headed: `side_blocks` (metrics) and `tool_runs` (a tool's
+result lines)."""
 
 from __future__ import annotations
 
@@ -65,9 +68,19 @@ def pair_sides(
             before, after = (first, second) if first.side == "before" else (second, first)
             measurements = compare(before, after)
             if measurements:
-                spanned = tuple(sorted(first.lines + second.lines, key=lambda ln: ln.number))
+                run = [second]
+                while first.side == "before" and k + len(run) + 1 < len(sides):
+                    later = sides[k + len(run) + 1]
+                    if later.side != "after" or not near(run[-1], later):
+                        break
+                    if not (further := compare(before, later)):
+                        break
+                    run.append(later)
+                    after, measurements = later, further
+                lines = first.lines + tuple(ln for side in run for ln in side.lines)
+                spanned = tuple(sorted(lines, key=lambda ln: ln.number))
                 found.append((measurements, spanned, (before.label, after.label)))
-                k += 2
+                k += 1 + len(run)
                 continue
         k += 1
     return found

@@ -35,6 +35,8 @@ _RUNS = [
         r"\b(\d+)\s+(?:test\s+|benchmark\s+)?run\s+(?:for\s+)?(?:each|per)\b", re.IGNORECASE
     ),
     re.compile(r"\bn\s*=\s*(\d+)\b"),
+    # "(36 samples each)" (Kairui Song); a profile's "10K samples" is no run count
+    re.compile(r"\b(\d+)\s+samples\s+(?:each|per\b|for\s+each)", re.IGNORECASE),
     _PERF_REPEAT,
     re.compile(r"\bnumber of (?:runs|iterations|repetitions)\s*[:=]?\s*(\d+)\b", re.IGNORECASE),
     # "aggregated over 50 consecutive defconfig builds" (Johannes Weiner)
