@@ -76,8 +76,9 @@ def arithmetic_checks(m: Measurement) -> list[str]:
         return [f"Stated {stated:+g} points; the numbers differ by {new - base:+.2f} points."]
     if kind == "gain":
         # mmtests signs the gain so that positive is better: +change for a rate, -change for a
-        # time; a case of unknown direction may be either.
-        if _within(-stated, ends, tol) or (
+        # time; a case of unknown direction may be either. Its `pdiff` prints 0 for a new value
+        # of 0 (bin/lib/MMTests/Stat.pm): `392438.00 (0.00%)  0.00 (0.00%)` is no slip.
+        if (new == 0 and stated == 0) or _within(-stated, ends, tol) or (
             m.higher_is_better is not False and _within(stated, ends, tol)
         ):
             return []

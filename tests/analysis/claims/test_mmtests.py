@@ -92,3 +92,31 @@ def test_gains_against_a_kernel_the_paste_left_out_say_nothing_of_these_two() ->
     assert elapsed.stated_pct is None and elapsed.marked_significant is None
     assert elapsed.higher_is_better is False  # from its name: a time
     assert judged.judgement.notes == ()
+
+
+def test_the_ops_rows_of_mmtests_2013_output() -> None:
+    """Mel Gorman's kswapd series (linux-mm, 2013, quoted by Andrew Morton): mmtests then
+    printed each case as `Ops <case>`. Read as a plain table, "Ops" made every row a rate:
+    io-duration and the swap and fault counts were higher-is-better, and every gain a slip
+    of arithmetic. As mmtests output, each case takes its direction from its gain; the 0.00%
+    mmtests prints for a value that fell to 0 is its `pdiff`, not a slip either."""
+    result = analyse_message("s", "Andrew Morton <akpm@example.org>", textwrap.dedent("""\
+        > >                            3.10.0-rc1            3.10.0-rc1
+        > >                               vanilla        lessdisrupt-v4
+        > > Ops memcachetest-715M           22720.00 (  0.00%)          22355.00 ( -1.61%)
+        > > Ops memcachetest-2385M           3939.00 (  0.00%)          23450.00 (495.33%)
+        > > Ops io-duration-715M               12.00 (  0.00%)              7.00 ( 41.67%)
+        > > Ops swaptotal-2385M            392438.00 (  0.00%)              0.00 (  0.00%)
+        > > Ops minorfaults-715M          1794168.00 (  0.00%)        1613750.00 ( 10.06%)
+        """))
+    [claim] = [c for c in result.claims if c.claim.layout == "mmtests"]
+    got = {m.metric: (m.base, m.patched, m.higher_is_better) for m in claim.claim.measurements}
+    assert got == {
+        "memcachetest-715M": (22720.0, 22355.0, True),
+        "memcachetest-2385M": (3939.0, 23450.0, True),
+        "io-duration-715M": (12.0, 7.0, False),
+        "swaptotal-2385M": (392438.0, 0.0, None),
+        "minorfaults-715M": (1794168.0, 1613750.0, False),
+    }
+    assert [m.patched_label for m in claim.claim.measurements][0] == "lessdisrupt-v4"
+    assert not any("does not follow" in note for note in claim.judgement.notes)
