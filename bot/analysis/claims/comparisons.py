@@ -452,10 +452,14 @@ def _spanned(rows: list[_Row], lines: Sequence[BodyLine]) -> tuple[BodyLine, ...
     return tuple(ln for ln in lines if first <= ln.number <= last and ln.text.strip())
 
 
+# mmtests prints its vmstat rows as `Ops Direct pages scanned`: a kind of row, not a rate.
+_MMTESTS_OPS = re.compile(r"^Ops\s+(?=\S)")
+
+
 def _case(parameter: str, label: str) -> str:
     """A row's metric: its label, with the label column's name when the label is a number
     ("threads 16": a parameter's value, not a count)."""
-    label = label.rstrip(":").rstrip()
+    label = _MMTESTS_OPS.sub("", label.rstrip(":").rstrip())
     return f"{parameter} {label}" if parameter and _RUN.match(label) else label
 
 

@@ -473,3 +473,22 @@ def test_rows_named_before_and_after_are_the_kernels_under_a_workload_s_with_and
         """)
     assert measured(claim) == {"no BGSAVE": (433015.08, 431537.61, "RPS", True, -0.34),
                                "with BGSAVE": (271421.15, 290441.79, "RPS", True, 7.0)}
+
+
+def test_mmtests_ops_rows_of_vmstat_counters_are_no_rates() -> None:
+    """Mel Gorman's slab reclaim fix (linux-mm, 2019): mmtests' vmstat rows `Ops Direct pages
+    scanned` were read as rates ("ops"), higher being better, and would have been listed as
+    improvements and regressions the mail does not make. They are counters."""
+    [claim] = tables("""\
+        	                                  vanilla  shrinker-v1r1
+            Ops Direct pages scanned             99388.00      328410.00
+            Ops Kswapd pages scanned          45382917.00    33451026.00
+            Ops Kswapd efficiency %                 68.02          75.45
+            Ops Slabs scanned                 62367361.00    73581394.00
+        """)
+    assert {m.metric: (m.base, m.patched, m.higher_is_better) for m in claim.measurements} == {
+        "Direct pages scanned": (99388.0, 328410.0, None),
+        "Kswapd pages scanned": (45382917.0, 33451026.0, None),
+        "Kswapd efficiency %": (68.02, 75.45, None),
+        "Slabs scanned": (62367361.0, 73581394.0, None),
+    }
