@@ -366,6 +366,9 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
             continue  # "performance-process-100%-page_fault3", "nr_threads: 100%": a setting
         if _SETUP_AFTER.match(text, match.end()):
             continue  # "threads of 25%, 50% and 100% of number of CPUs": the size of a setup
+        if (_PART_OF.match(text, match.end()) and not _OF_BASE.match(text, match.end())
+                and not _BY_OR_OF.search(before)):
+            continue  # "90% of the stalls are comparable": a share of something, not a change
         if _SPREAD_BEFORE.search(before):
             continue  # "(stddev < 1%)": the noise of the runs, not a change
         if _CONFIDENCE_AFTER.match(text, match.end()):
@@ -508,6 +511,9 @@ _SETUP_AFTER = re.compile(
     r"(?:CPUs?|cores?|threads|memory|RAM|nodes?|the\s+machine)\b|\s+(?:test\s+)?cases?\b",
     re.IGNORECASE,
 )
+# ... but "an improvement of 20%-50% of fastpath latency" is a change of the latency
+_BY_OR_OF = re.compile(r"\b(?:by|of)\s*(?:about|around|roughly|up\s+to|~)?\s*$", re.IGNORECASE)
+_PART_OF = re.compile(r"\s*of\s+(?:the\s+|all\s+|its\s+|their\s+)?[A-Za-z]", re.IGNORECASE)
 _SPREAD_BEFORE = re.compile(
     r"\b(?:std\.?\s*dev\w*|stdev|deviation|variance|cv|noise|jitter|variation)\s*"
     r"(?:is\s+|of\s+|was\s+)?(?:<|<=|>|~|=|:|below|under|within|about|around)?\s*[~±]?\s*$",

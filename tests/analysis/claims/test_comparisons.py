@@ -480,7 +480,7 @@ def test_mmtests_ops_rows_of_vmstat_counters_are_no_rates() -> None:
     scanned` were read as rates ("ops"), higher being better, and would have been listed as
     improvements and regressions the mail does not make. They are counters."""
     [claim] = tables("""\
-        	                                  vanilla  shrinker-v1r1
+                                                  vanilla  shrinker-v1r1
             Ops Direct pages scanned             99388.00      328410.00
             Ops Kswapd pages scanned          45382917.00    33451026.00
             Ops Kswapd efficiency %                 68.02          75.45

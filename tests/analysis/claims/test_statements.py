@@ -330,3 +330,15 @@ def test_a_percentage_across_a_contrast_is_not_the_pair_s() -> None:
     [pair] = [m for c in analysed("Throughput improves by 10%, from 100 to 110 ops/s.\n").claims
               for m in c.claim.measurements]  # fmt: skip
     assert pair.stated_pct == 10.0
+
+
+def test_a_percentage_of_something_is_a_share_unless_a_change_is_of_it() -> None:
+    """Mel Gorman (linux-mm, 2021): "Max-90 shows that 90% of the stalls are comparable", and
+    Nhat Pham's "0.5% of the total swapfile size", were changes of 90% and 0.5%: they are
+    shares. Christoph Lameter's "an improvement of 20%-50% of fastpath latency" stays one."""
+    for sentence in ("Max-90 shows that 90% of the stalls are comparable.",
+                     "The added overhead is 170MB, which is 0.5% of the total swapfile size."):
+        assert [c.claim.change for c in analysed(sentence + "\n").claims] == [], sentence
+    [claim] = analysed("Slab Benchmarks show an improvement of 20%-50% of fastpath latency.\n"
+                       ).claims  # fmt: skip
+    assert (claim.claim.change.low_pct, claim.claim.change.high_pct) == (20.0, 50.0)
