@@ -89,6 +89,11 @@ def find_tables(
         if kernels is None:
             if all(_FLOAT.match(h) for h in headers):
                 kernels = [""] * ncols  # parameters of one kernel's runs (threads, groups, ...)
+            elif _apart(rows):
+                # "value  cache misses  CPU migrations" (Lin Ming): one kernel's metrics, whose
+                # runs are orders of magnitude apart, not kernels measured on one metric
+                i = after
+                continue
             else:
                 kernels, headers = list(headers), [""] * ncols  # one kernel per column
         context = " ".join(ln.text for ln in lines[max(0, top - 3) : top + 1])
@@ -142,6 +147,17 @@ def _setup_columns(headers: Sequence[str], rows: Sequence[Sequence[float]]) -> i
         else:
             break
     return count
+
+
+# Columns of one metric on several kernels are not a hundred times apart in their means.
+_APART = 100.0
+
+
+def _apart(rows: Sequence[Sequence[float]]) -> bool:
+    """Whether two columns' means are too far apart to be one metric's."""
+    means = [abs(sum(column) / len(column)) for column in zip(*rows, strict=False)]
+    positive = [m for m in means if m > 0]
+    return len(positive) >= 2 and max(positive) > _APART * min(positive)
 
 
 def _column(

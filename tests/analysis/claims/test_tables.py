@@ -208,3 +208,25 @@ def test_whole_number_runs_that_repeat_are_still_runs() -> None:
     )
     assert [c.samples[:3] for c in judged.claim.table.columns] == [
         (44017, 44102, 44017), (45102, 45190, 45077), (45311, 45298, 45350)]
+
+
+def test_one_kernel_s_metrics_as_columns_are_not_kernels() -> None:
+    """Lin Ming's netperf runs (linux-mm, 2009, quoted by Zhang Yanmin): a block of five runs
+    of one kernel, its columns `value  cache misses  CPU migrations  ...`, was a table of four
+    kernels: "cache misses" +3,775,398% against "value". Columns a hundred times apart in their
+    means are not one metric measured on several kernels."""
+    result = claims("""\
+        2.6.29-rc7-tip
+        ---------------
+        value           cache misses    CPU migrations  cachemisses/migrations
+        5329.71          391094656       1710            228710
+        5641.59          239552767       2138            112045
+        5580.87          132474745       2172            60992
+        5547.19          86911457        2099            41406
+        5626.38          196751217       2050            95976
+        """)
+    assert [m for c in result for m in c.claim.measurements] == []
+    # kernels whose runs are a few times apart are still kernels
+    rows = "\n".join(f"{10.0 + i * 0.1:.1f}   {31.0 + i * 0.1:.1f}" for i in range(5))
+    [judged] = claims(f"Time in seconds:\n\nvanilla  patched\n{rows}\n")
+    assert judged.claim.table is not None
