@@ -165,6 +165,8 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
             break
         if rows and len(cells) == len(rows[-1].cells) - 1:
             cells = _label_apart(cells)  # "workingset_refault+0x167 385.26 ms": one blank
+            if len(cells) < len(rows[-1].cells) and _BRACKETED.match(rows[-1].cells[-1]):
+                cells = _change_apart(cells)  # "4975.55 MB/s (+26.48%)" under "(-25.67%)"
         if rows and len(cells) != len(rows[-1].cells):
             if len(rows) == 1 and len(cells) == len(rows[0].cells) + 1:
                 rows[0] = _Row(rows[0].line, ("", *rows[0].cells))
@@ -182,6 +184,20 @@ def _rows(lines: Sequence[BodyLine], i: int, budget: Budget) -> tuple[list[_Row]
 _LABEL_THEN_VALUE = re.compile(
     rf"^(?P<label>.*[A-Za-z].*?)\s(?P<value>~?{NUMBER}(?:\s?[A-Za-z/%]+)?)$"
 )
+
+
+_BRACKETED_PCT = r"\(\s*[-+]?\d+(?:\.\d+)?\s*%\s*\)"
+_BRACKETED = re.compile(rf"^{_BRACKETED_PCT}$")
+_VALUE_THEN_CHANGE = re.compile(rf"^(?P<value>.*?\S)\s+(?P<change>{_BRACKETED_PCT})$")
+
+
+def _change_apart(cells: tuple[str, ...]) -> tuple[str, ...]:
+    """A row whose last value a single blank parts from its change in brackets, split there
+    when the row above has the change in a cell of its own (Kairui Song's usemem table)."""
+    match = _VALUE_THEN_CHANGE.match(cells[-1])
+    if match is None or _value(match.group("value")) is None:
+        return cells
+    return (*cells[:-1], match.group("value"), match.group("change"))
 
 
 def _label_apart(cells: tuple[str, ...]) -> tuple[str, ...]:

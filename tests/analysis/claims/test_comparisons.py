@@ -492,3 +492,17 @@ def test_mmtests_ops_rows_of_vmstat_counters_are_no_rates() -> None:
         "Kswapd efficiency %": (68.02, 75.45, None),
         "Slabs scanned": (62367361.0, 73581394.0, None),
     }
+
+
+def test_a_change_one_blank_from_its_value_under_a_change_of_its_own() -> None:
+    """Kairui Song's usemem numbers (linux-mm, 2025, swap table): `(+26.48%)` one blank after
+    `4975.55 MB/s`, under a row whose change has a cell of its own, ended the table: the
+    throughput was left out and its +26.48% read as a bare percentage."""
+    [claim] = tables("""\
+        Test using: usemem --init-time -O -y -x -n 31 1G (1G memcg, pmem as swap)
+                        Before:         After:
+        System time:    217.39s         161.59s      (-25.67%)
+        Throughput:     3933.58 MB/s    4975.55 MB/s (+26.48%)
+        """)
+    assert measured(claim) == {"System time": (217.39, 161.59, "s", False, -25.67),
+                               "Throughput": (3933.58, 4975.55, "MB/s", True, 26.48)}
