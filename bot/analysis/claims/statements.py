@@ -227,6 +227,7 @@ def before_after_pairs(block: Block, skip: set[int]) -> list[tuple[LabelledValue
 
 _PERCENT = re.compile(
     r"(?<![\w.])(?P<lo>[-+]?\d+(?:\.\d+)?)\s?%?(?:\s?[-–~]\s?|\s+to\s+~?)(?P<hi>\d+(?:\.\d+)?)\s*%"
+    r"|\bbetween\s+(?P<lo2>[-+]?\d+(?:\.\d+)?)\s*%?\s+and\s+(?P<hi2>[-+]?\d+(?:\.\d+)?)\s*%"
     r"|(?<![\w.])(?P<one>[-+]?\d+(?:\.\d+)?)\s*%"
 )
 _IMPROVEMENT = re.compile(
@@ -244,7 +245,7 @@ _ROSE = re.compile(
 )
 _OF_WHAT = re.compile(r"\s+(?:in|of)\s+(?:the\s+)?([\w -]{1,40})")
 _REGRESSION = re.compile(
-    r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss|lose|lost|"
+    r"\b(?:regress\w*|degrad\w*|degress\w*|slow(?:er|down|s down)|worse|loss(?:es)?|lose|lost|"
     r"overhead|penalty)\b",
     re.IGNORECASE,
 )
@@ -325,6 +326,42 @@ _VERB = re.compile(
 )
 
 
+# "Went from losses of around 2% to gains of around 1%": a figure named "a loss of" or "a gain
+# of" right before it is that, whatever else its clause says.
+_CHANGE_OF = re.compile(
+    r"\b(?P<word>[A-Za-z-]+)\s+of\s+(?:of\s+)?(?:about|around|roughly|up\s+to|between|~)?\s*"
+    r"[-+]?$",
+    re.IGNORECASE,
+)
+
+
+def _change_of(before: str) -> str | None:
+    """ "improvement" or "regression" when the words right before a figure name it one."""
+    match = _CHANGE_OF.search(before)
+    if match is None:
+        return None
+    word = match.group("word")
+    better, worse = bool(_BETTER.fullmatch(word)), bool(_REGRESSION.fullmatch(word))
+    return "improvement" if better and not worse else "regression" if worse else None
+
+
+# "... it was between 7% and 21% regression though so it's still an improvement": the word
+# right after a figure ("21% regression", "3% throughput improvement") says what it is.
+_WORD_AFTER = re.compile(r"\s*(?:[A-Za-z-]+\s+)?(?P<word>[A-Za-z-]+)")
+
+
+def _change_after(text: str, end: int) -> str | None:
+    """ "improvement" or "regression" when the word right after a figure names it one."""
+    match = _WORD_AFTER.match(text, end)
+    if match is None or text.startswith("/", match.end()):
+        return None  # "+/- 30% performance gains/losses": either way
+    for word in (match.group("word"), text[match.start():match.end()].split()[0]):
+        better, worse = bool(_BETTER.fullmatch(word)), bool(_REGRESSION.fullmatch(word))
+        if better != worse:
+            return "improvement" if better else "regression"
+    return None
+
+
 def _clause_direction(sentence: str, start: int) -> str | None:
     """The direction the words of the clause holding position `start` give: "improved by 4%,
     but latency is 2% worse" is one improvement and one regression, not two of neither."""
@@ -385,10 +422,12 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
         if match.group("one") is not None:
             low = high = float(match.group("one"))
         else:
-            low, high = float(match.group("lo")), float(match.group("hi"))
-        found.append(
-            StatedChange(min(low, high), max(low, high), _clause_direction(text, match.start()))
-        )
+            low, high = (float(match.group(g) or match.group(f"{g}2")) for g in ("lo", "hi"))
+        # "between 7% and 21% regression": the clause of the range's end, past its "and"
+        at = match.end() - 1 if match.group("hi2") else match.start()
+        direction = (_change_of(before) or _change_after(text, match.end())
+                     or _clause_direction(text, at))
+        found.append(StatedChange(min(low, high), max(low, high), direction))
     for match in TIMES.finditer(text):
         word = match.group("x").lower()
         factor = float(_NUMBER_WORDS.get(word, 0) or word)  # "it's nine times faster"

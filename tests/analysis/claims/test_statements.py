@@ -342,3 +342,23 @@ def test_a_percentage_of_something_is_a_share_unless_a_change_is_of_it() -> None
     [claim] = analysed("Slab Benchmarks show an improvement of 20%-50% of fastpath latency.\n"
                        ).claims  # fmt: skip
     assert (claim.claim.change.low_pct, claim.claim.change.high_pct) == (20.0, 50.0)
+
+
+def test_a_loss_of_or_a_gain_of_binds_its_own_figure() -> None:
+    """Mel Gorman on SLUB's tbench regression (linux-mm, 2008): "Went from losses of around 2%
+    to gains of of around 1%" made both improvements, "losses" being no word of loss; "between
+    7% and 21% regression" was two figures of no direction; "+/- 30% performance
+    gains/losses" stays one of neither."""
+    sentences = {
+        "Again solid gains. Went from losses of around 2% to gains of of around 1%.":
+            [(2.0, 2.0, "regression"), (1.0, 1.0, "improvement")],
+        "Went from losses of between 0.9% and 6.8% to decent gains in some cases.":
+            [(0.9, 6.8, "regression")],
+        "Without the patch it was between 7% and 21% regression though so it's still an "
+        "improvement.": [(7.0, 21.0, "regression")],
+        "HackBench showed +/- 30% performance gains/losses depending on the machine.":
+            [(30.0, 30.0, None)],
+    }  # fmt: skip
+    for sentence, expected in sentences.items():
+        changes = [c.claim.change for c in analysed(sentence + "\n").claims if c.claim.change]
+        assert [(c.low_pct, c.high_pct, c.direction) for c in changes] == expected, sentence
