@@ -258,7 +258,7 @@ _FELL = re.compile(r"\b(?:drops?|dropped|dropping)\b", re.IGNORECASE)
 # the regression), else its subject ("the lock contention is reduced by 30%", "tail latency
 # drops by 12%").
 _LESSENED = re.compile(
-    r"\b(?:reduc\w*|decreas\w*|lower(?:s|ed|ing)|cuts?|cutting|eliminat\w*|halv\w*|"
+    r"\b(?:reduc\w*|decreas\w*|lower(?:s|ed|ing)?|cuts?|cutting|eliminat\w*|halv\w*|"
     r"shr[iu]nk\w*|drops?|dropped|dropping|fell|falls?|falling)\b",
     re.IGNORECASE,
 )

@@ -107,6 +107,8 @@ def test_what_was_reduced_or_increased_says_which_way_it_went() -> None:
         "We see a 5% decrease in throughput.": ["regression"],
         "This increases the overhead by 5%.": ["regression"],
         "Latency is 5% higher with the series.": ["regression"],
+        "The patched kernel shows 5% lower throughput.": ["regression"],
+        "With the series p99 latency is 7% lower.": ["improvement"],
         "This reduces lock contention by 30%, and throughput is 5% higher.":
             ["improvement", "improvement"],
         # nothing named that is better one way: no direction
