@@ -130,6 +130,7 @@ _NEUTRAL_NAME = re.compile(
     r"^(?:vmstat|meminfo|proc-vmstat|numa-\w+|perf-sched|perf-stat|perf-profile|sched_debug|"
     r"mpstat|turbostat|cpuidle|interrupts|softirqs|slabinfo|iostat|latency_stats|pagetypeinfo|"
     r"buddyinfo|lock_stat|boot-\w+|uptime)\.|(?:context.?switch|page.?faults|migrations|"
+    r"latency_\d+[mun]?s%|"
     r"_switches|percent_of_cpu|maximum_resident|nr_\w+|^sleeps$|^percent cpu$)",
     re.IGNORECASE,
 )
@@ -142,7 +143,7 @@ _LOWER_NAME = re.compile(
 _HIGHER_NAME = re.compile(
     r"throughput|\btput|_ops\b|\bops\b|ops_per_sec|bogo|bandwidth|\bbw\b|iops|score|"
     r"jobs.per.min|\bworkload\b|\btps\b|\brps\b|records|transactions|\bmedian\b|per_sec|"
-    r"\bprocesses\b|\bthreads\b|\bperformance\b",
+    r"\bprocesses\b|\bthreads\b|\bperformance\b|\w/s(?:ec)?\b",
     re.IGNORECASE,
 )
 

@@ -214,3 +214,21 @@ def test_rows_with_the_case_s_name_in_front_under_the_two_kernels() -> None:
         "wis-mmap1-25% per_process_ops", 223670, 298205, 33.3)
     assert (first.base_label, first.patched_label, first.higher_is_better) == (
         "base", "base+patch", True)
+
+
+def test_a_rate_per_second_and_a_latency_bucket_s_share() -> None:
+    """Two of the robot's stats (quoted by Matthew Wilcox and Yin Fengwei, linux-mm 2021-2022):
+    fxmark's `works/sec` was lower-is-better ("sec" a time), so its -7.6% regression read as an
+    improvement; fio's `latency_10ms%`, the share of I/Os in a bucket, was lower-is-better
+    ("latency"), though a larger share of fast I/Os is better: a bucket's share has no
+    direction."""
+    result = analyse_message("s", "Matthew Wilcox <willy@example.org>", textwrap.dedent("""\
+        >          %stddev     %change         %stddev
+        >              \\          |                \\
+        >    4168491            -7.6%    3849925        fxmark.hdd_ext4_no_jnl_DRBM_9_bufferedio.works/sec
+        >      56.60 ±  3%     +10.3       66.92 ±  2%  fio.latency_10ms%
+        """))  # noqa: E501
+    [claim] = result.claims
+    got = {m.metric: m.higher_is_better for m in claim.claim.measurements}
+    assert got == {"fxmark.hdd_ext4_no_jnl_DRBM_9_bufferedio.works/sec": True,
+                   "fio.latency_10ms%": None}
