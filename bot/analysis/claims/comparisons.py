@@ -308,7 +308,8 @@ def _read(
         unit = _unit_in(names[after]) or _unit_in(names[before]) or _unit_in(names[0])
         cases = [_Case(_case(names[0], r.cells[0]), r.cells[before], r.cells[after],
                        _change(r.cells[change], names[change]) if change else None,
-                       _unit_in(r.cells[0]) or unit, r.line) for r in body]  # fmt: skip
+                       None if _BUCKET.match(r.cells[0]) else _unit_in(r.cells[0]) or unit,
+                       r.line) for r in body]  # fmt: skip
     else:  # a kernel a row
         down = _sides([r.cells[0] for r in body])
         if down is None or (not headed and width < 3):  # one column: a before/after line pair
@@ -396,7 +397,8 @@ def _measurement(case: _Case, kernels: tuple[str, str], unit_word: str | None
     # in a dd test is no rate.
     unit = patched.unit or base.unit or case.unit
     higher = metric_higher_is_better(case.metric, unit)
-    if higher is None and unit is None and unit_word is not None:
+    if higher is None and unit is None and unit_word is not None and not _BUCKET.search(
+            case.metric):
         unit = unit_word
         higher = metric_higher_is_better(case.metric, unit)
     return Measurement(
@@ -468,6 +470,9 @@ def _spanned(rows: list[_Row], lines: Sequence[BodyLine]) -> tuple[BodyLine, ...
     return tuple(ln for ln in lines if first <= ln.number <= last and ln.text.strip())
 
 
+# A histogram's bucket, `[1000, 10000)` under `Range (us)`: its values are counts of events in
+# that range, neither better higher nor lower, and the unit is the range's, not theirs.
+_BUCKET = re.compile(r"[\[(]\s*[-+]?[\d.]+\s*,\s*(?:[-+]?[\d.]+|\+|inf\w*)?\s*[\])]$", re.I)
 # mmtests prints its vmstat rows as `Ops Direct pages scanned`: a kind of row, not a rate.
 _MMTESTS_OPS = re.compile(r"^Ops\s+(?=\S)")
 
@@ -476,7 +481,8 @@ def _case(parameter: str, label: str) -> str:
     """A row's metric: its label, with the label column's name when the label is a number
     ("threads 16": a parameter's value, not a count)."""
     label = _MMTESTS_OPS.sub("", label.rstrip(":").rstrip())
-    return f"{parameter} {label}" if parameter and _RUN.match(label) else label
+    return f"{parameter} {label}" if parameter and (_RUN.match(label) or _BUCKET.match(label)
+                                                    ) else label  # fmt: skip
 
 
 def _sides(labels: Sequence[str], *, headings: bool = False

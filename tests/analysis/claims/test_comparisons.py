@@ -506,3 +506,23 @@ def test_a_change_one_blank_from_its_value_under_a_change_of_its_own() -> None:
         """)
     assert measured(claim) == {"System time": (217.39, 161.59, "s", False, -25.67),
                                "Throughput": (3933.58, 4975.55, "MB/s", True, 26.48)}
+
+
+def test_a_histogram_s_buckets_count_events_of_no_direction() -> None:
+    """Barry Song's mmap_lock wait times (linux-mm, 2026): under `Range (us)`, the rows
+    `[0, 1)`, `[1, 10)` ... were microseconds, lower being better; they count the waits that
+    fell in each range, and fewer fast waits is no improvement."""
+    [claim] = tables("""\
+        == Read Lock Waiting Time Distribution of mmap_lock ==
+
+        Range (us)                 Before (Avg)    After (Avg)    Change
+        ------------------------------------------------------------------------
+        [0, 1)                     9,927           4,286          -56.82%
+        [1, 10)                    9,179           1,327          -85.54%
+        [1000000, +)               0               0              N/A
+        """)
+    assert measured(claim) == {
+        "Range (us) [0, 1)": (9927.0, 4286.0, None, None, -56.82),
+        "Range (us) [1, 10)": (9179.0, 1327.0, None, None, -85.54),
+        "Range (us) [1000000, +)": (0.0, 0.0, None, None, None),
+    }
