@@ -66,7 +66,11 @@ _MEAN_SD = re.compile(
 _LABELLED_PERF = re.compile(
     r"^\s*(?P<label>[A-Za-z0-9][\w.+/ -]{0,40}?)\s*:\s+(?P<row>\S.*time elapsed.*)$"
 )
-_SIDE_LINE = re.compile(r"^\s*(?:\[)?(?P<label>[\w.+/ -]{1,60}?)\s*(?:\])?\s*:\s*$")
+_SIDE_LINE = re.compile(
+    r"^\s*(?:\[)?(?P<label>[\w.+/ -]{1,60}?)\s*(?:\])?\s*:\s*$"
+    # "== original, no patched" (Xunlei Pang), "== patched with patch1~4 =="
+    r"|^\s*==+\s*(?P<ruled>[\w.+/ ,~-]{1,60}?)\s*(?:==+)?\s*$"
+)
 
 
 @dataclass
@@ -133,12 +137,10 @@ def find_tool_sections(
             current = None
             continue
         side = _SIDE_LINE.match(text)
-        if (
-            side
-            and side_of_label(side.group("label")) is not None
-            or (side and re.search(r"\d\.\d|-rc\d|kernel|patch", side.group("label"), re.I))
-        ):
-            pending_label = side.group("label").strip()
+        label = (side.group("label") or side.group("ruled")) if side else ""
+        if side and (side_of_label(label) is not None
+                     or re.search(r"\d\.\d|-rc\d|kernel|patch", label, re.I)):  # fmt: skip
+            pending_label = label.strip()
             current = None
             continue
         parsed = _record(text, line, current)

@@ -152,7 +152,7 @@ def side_of_label(label: str) -> str | None:
         words = words[1:]  # "5.6 vanilla", "5.6 w/ this patch": the kernel's version first
     if not words:
         return None
-    first = words[0]
+    first = words[0].rstrip(",;")  # "original, no patched"
     return "before" if first in _BEFORE_WORDS else "after" if first in _AFTER_WORDS else None
 
 

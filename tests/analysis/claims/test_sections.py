@@ -132,3 +132,34 @@ def test_pastes_of_different_commands_are_not_compared() -> None:
         """)
     result = analyse_message("s", "Laurent Dufour <ldufour@linux.vnet.ibm.com>", body)
     assert [j.claim.layout for j in result.claims] == []
+
+
+def test_two_pastes_a_kernel_under_a_ruled_heading_each() -> None:
+    """Xunlei Pang's count_partial() fix (linux-mm, 2021): each kernel's perf stat run twice
+    under `== original, no patched` and `== patched with patch1~4`. The headings were not read,
+    so the original kernel's second paste was compared with its first as a "patched" one."""
+    result = analyse_message("s", "Xunlei Pang <xlpang@example.org>", textwrap.dedent("""\
+        == original, no patched
+        Performance counter stats for 'hackbench 20 thread 20000' (10 runs):
+
+              24.536050899 seconds time elapsed                                          ( +-  0.24% )
+
+        Performance counter stats for 'hackbench 20 thread 20000' (10 runs):
+
+              24.588049142 seconds time elapsed                                          ( +-  0.35% )
+
+        == patched with patch1~4
+        Performance counter stats for 'hackbench 20 thread 20000' (10 runs):
+
+              24.670892273 seconds time elapsed                                          ( +-  0.29% )
+
+        Performance counter stats for 'hackbench 20 thread 20000' (10 runs):
+
+              24.746755689 seconds time elapsed                                          ( +-  0.21% )
+        """))  # noqa: E501
+    pairs = [(m.base, m.patched, m.base_label, m.patched_label)
+             for c in result.claims for m in c.claim.measurements]  # fmt: skip
+    assert pairs == [
+        (24.536050899, 24.670892273, "original, no patched", "patched with patch1~4"),
+        (24.588049142, 24.746755689, "original, no patched", "patched with patch1~4"),
+    ]
