@@ -20,7 +20,8 @@ from bot.analysis.claims.text import Block, BodyLine, Sentence
 _PERF_REPEAT = re.compile(r"--repeat[= ]\s*(\d+)\b|\bperf stat\b.*?\s-r\s*(\d+)\b")
 _RUNS = [
     re.compile(
-        r"\b(\d+)\s+(?:test\s+|benchmark\s+)?(?:runs|iterations|trials|repetitions|rounds)\b",
+        r"\b(\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:test\s+|benchmark\s+)?"
+        r"(?:runs|iterations|trials|repetitions|rounds)\b",
         re.IGNORECASE,
     ),
     re.compile(
@@ -57,7 +58,8 @@ def find_run_counts(block: Block) -> list[RunCount]:
     for line in block.lines:
         for pattern in _RUNS:
             match = pattern.search(line.text)
-            runs = int(next(g for g in match.groups() if g)) if match else 0
+            count = next(g for g in match.groups() if g).lower() if match else "0"
+            runs = int(_NUMBER_WORDS.get(count, 0) or count)
             if 2 <= runs <= 10000:
                 found.append(RunCount(runs, line))
                 break

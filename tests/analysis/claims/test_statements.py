@@ -364,3 +364,14 @@ def test_a_loss_of_or_a_gain_of_binds_its_own_figure() -> None:
     for sentence, expected in sentences.items():
         changes = [c.claim.change for c in analysed(sentence + "\n").claims if c.claim.change]
         assert [(c.low_pct, c.high_pct, c.direction) for c in changes] == expected, sentence
+
+
+def test_a_run_count_in_words() -> None:
+    # Pankaj Raghav's bcachefs buffered writes (linux-mm, 2024): "across three runs"
+    block = next(iter(message_blocks(textwrap.dedent("""\
+        The numbers are averaged across three runs on 6.10-rc3.
+
+        Before patches: 2730
+        After patches: 3430 (1.25x boost)
+        """), "Pankaj Raghav <p.raghav@example.org>")))
+    assert [c.runs for c in find_run_counts(block)] == [3]
