@@ -419,7 +419,7 @@ def percentages(sentence: Sentence) -> list[StatedChange]:
         if (match.group("one") is not None and (_REACHED.search(before) or _SHARE.search(before))
                 and not _A_CHANGE.search(before)):
             continue  # "contention dropped to 4%", "vanilla stays at 70%": a level, no change
-        if match.group("one") is None and _FROM.search(before):
+        if (match.group("one") is None and _FROM.search(before)) or _FROM_TO.search(before):
             continue  # "lock contention rose from 2% to 33%": two levels, not a range of changes
         if match.group("one") is not None:
             low = high = float(match.group("one"))
@@ -518,6 +518,12 @@ _A_CHANGE = re.compile(
     re.IGNORECASE,
 )
 _FROM = re.compile(r"\bfrom\s*(?:about|around|~)?\s*$", re.IGNORECASE)
+# ... and where it went: "reduces the slowdown from 17~18% to 4~5%"
+_FROM_TO = re.compile(
+    r"\bfrom\s*(?:about|around|~)?\s*[\d.]+\s*%?(?:\s*[-~–]\s*[\d.]+)?\s*%\s+to\s*"
+    r"(?:about|around|~)?\s*$",
+    re.IGNORECASE,
+)
 _PARAMETER_BEFORE = re.compile(r"(?:\w[-/_]|\b[a-z]+_[a-z_]+:\s*)$")
 _PARAMETER_AFTER = re.compile(r"[-/_]\w")
 # A level a quantity reached or stays at, not a change: "lock contention dropped to 4%", "the

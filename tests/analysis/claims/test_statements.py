@@ -310,6 +310,13 @@ def test_from_one_percentage_to_another_is_two_levels() -> None:
         of the per node lru_lock(rose from 2% to 33%).
         """)
     assert [c.claim.change for c in result.claims] == []
+    # Honggyu Kim (linux-mm, 2024): the slowdown the series leaves, "4~5%", was an improvement
+    result = analysed("""\
+        our evaluation shows that "DAMON tiered" memory management reduces the performance
+        slowdown compared to the "default" memory policy from 17~18% to 4~5% when the system
+        runs with high memory pressure on its fast tier DRAM nodes.
+        """)
+    assert [c.claim.change for c in result.claims] == []
     # a range of changes stays one
     [claim] = analysed("Throughput improves by 2% to 5% with the series.\n").claims
     assert (claim.claim.change.low_pct, claim.claim.change.high_pct) == (2.0, 5.0)
