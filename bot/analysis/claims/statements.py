@@ -264,6 +264,7 @@ _LESSENED = re.compile(
     r"shr[iu]nk\w*|drops?|dropped|dropping|fell|falls?|falling)\b",
     re.IGNORECASE,
 )
+_LESS = re.compile(r"\b(?:less|fewer)\b", re.IGNORECASE)
 # The word has no object ("is reduced by 30%", "dropped significantly from 10s to 8s").
 _NO_OBJECT = re.compile(r"\s*(?:\w+ly\s+)?(?:(?:by|from|to|of|at|with)\b|\d|[-+~(,.;:]|$)", re.I)
 _TO_WHERE = re.compile(r"\s*(?:\w+ly\s+)?(?:(?:down|up)\s+)?to\b", re.IGNORECASE)
@@ -289,10 +290,11 @@ _CLAUSE = re.compile(r"[;,]\s+|\s+(?:but|while|whereas|although|and)\s+", re.IGN
 def _direction(text: str) -> str | None:
     text = _EXPLAINS.sub(" ", text)
     # "an increase in memory usage" is no improvement: what moved says which it is
-    moved = [(m.start(), m, fell) for pattern, fell in ((_LESSENED, True), (_ROSE, False))
+    moved = [(m.start(), m, fell) for pattern, fell in ((_LESSENED, True), (_ROSE, False),
+                                                        (_LESS, True))
              if (m := pattern.search(text))]  # fmt: skip
     for _, word, fell in sorted(moved, key=lambda found: found[0]):
-        higher = _moved(text, word)
+        higher = _moved(text, word, object_only=word.re is _LESS)
         if higher is not None:
             return "regression" if higher == fell else "improvement"
     better, worse = bool(_BETTER.search(text)), bool(_REGRESSION.search(text))
@@ -302,11 +304,17 @@ def _direction(text: str) -> str | None:
     return "improvement" if better else "regression"
 
 
-def _moved(text: str, word: re.Match[str]) -> bool | None:
+def _moved(text: str, word: re.Match[str], *, object_only: bool = False) -> bool | None:
     """Whether the quantity a word of rise or fall speaks of is better higher; None if unnamed,
-    or if the number is where it got to ("the regression is reduced to ~3.9%": still a loss)."""
+    or if the number is where it got to ("the regression is reduced to ~3.9%": still a loss).
+    `object_only`: the quantity must follow the word ("10% less overhead"; "the overhead is
+    less than 1%" is a level)."""
     if _TO_WHERE.match(text, word.end()):
         return None
+    if object_only:
+        end = _OBJECT_END.search(text, word.end())
+        phrase = text[word.end() : end.start() if end else len(text)]
+        return named_before(phrase, len(phrase))
     subject = named_before(text, word.start())
     of_what = _OF_WHAT.match(text, word.end())  # "a 5% decrease in throughput"
     named = named_before(of_what.group(1), len(of_what.group(1))) if of_what else None
@@ -350,6 +358,7 @@ def _change_of(before: str) -> str | None:
 # "... it was between 7% and 21% regression though so it's still an improvement": the word
 # right after a figure ("21% regression", "3% throughput improvement") says what it is.
 _WORD_AFTER = re.compile(r"\s*(?:[A-Za-z-]+\s+)?(?P<word>[A-Za-z-]+)")
+_COMPARATIVE = re.compile(r"less|more|fewer|lower|higher|smaller|larger|bigger", re.IGNORECASE)
 
 
 def _change_after(text: str, end: int) -> str | None:
@@ -357,7 +366,10 @@ def _change_after(text: str, end: int) -> str | None:
     match = _WORD_AFTER.match(text, end)
     if match is None or text.startswith("/", match.end()):
         return None  # "+/- 30% performance gains/losses": either way
-    for word in (match.group("word"), text[match.start():match.end()].split()[0]):
+    first = text[match.start():match.end()].split()[0]
+    if _COMPARATIVE.fullmatch(first):
+        return None  # "10% less overhead": the overhead is what moved, not what the 10% is
+    for word in (match.group("word"), first):
         better, worse = bool(_BETTER.fullmatch(word)), bool(_REGRESSION.fullmatch(word))
         if better != worse:
             return "improvement" if better else "regression"

@@ -367,6 +367,10 @@ def test_a_loss_of_or_a_gain_of_binds_its_own_figure() -> None:
         "improvement.": [(7.0, 21.0, "regression")],
         "HackBench showed +/- 30% performance gains/losses depending on the machine.":
             [(30.0, 30.0, None)],
+        # the word after a comparative is what moved, not a name of the figure
+        "The series gives 10% less overhead on the fault path.": [(10.0, 10.0, "improvement")],
+        "With the series the overhead is less than 1% on the fault path.":
+            [(1.0, 1.0, "regression")],
     }  # fmt: skip
     for sentence, expected in sentences.items():
         changes = [c.claim.change for c in analysed(sentence + "\n").claims if c.claim.change]
