@@ -17,10 +17,10 @@ name), or with the side's metrics on that line ("Before: sys time: 6121.0s  64kB
 `name  value` (`real  0m13.460s`, a time in minutes and seconds read as seconds), or a mean and
 its spread over the runs (`real: mean: 125.1s, stdev: 0.12s`, `avg: 11.23s, stddev: 0.06`); a
 value followed by `:` and more numbers, on that line and the lines after it, is given with its
-runs. Two headings of opposite
-sides in one block make a pair, whichever comes first; a metric is compared when both sides
-name it. Kairui Song's swap allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap
-series were read as nothing but their stated percentages.
+runs. Two headings of opposite sides in one block make a pair, whichever comes first (several
+"after" headings under one "before": `side_pairs`); a metric is compared when both sides name
+it. Kairui Song's swap allocator cover letter (linux-mm, 2024) and Chris Li's mTHP swap series
+were read as nothing but their stated percentages.
 """
 
 from __future__ import annotations
