@@ -144,9 +144,14 @@ def _block_claims(
     for sentence in sentences(block, skip=used | levels):
         if len(sentence.text) > MAX_SENTENCE:
             continue
-        for change in percentages(sentence):
-            stated = runs_for(sentence.lines[0].number, counts)
-            table_before = after_table.get(sentence.lines[0].number)
+        changes = percentages(sentence)
+        if not changes:
+            continue
+        # once a sentence, not once a percentage: a wall of them costs its length, not its square
+        stated = runs_for(sentence.lines[0].number, counts)
+        table_before = after_table.get(sentence.lines[0].number)
+        sentence_benchmarks = _claim_benchmarks(sentence.text, names)
+        for change in changes:
             claims.append(
                 Claim(
                     index=0,
@@ -156,7 +161,7 @@ def _block_claims(
                     lines=sentence.lines,
                     runs=stated.runs if stated else None,
                     runs_line=stated.line if stated else None,
-                    benchmarks=_claim_benchmarks(sentence.text, names),
+                    benchmarks=sentence_benchmarks,
                     change=change,
                     refers_to=table_before.lines[0].number if table_before else None,
                 )

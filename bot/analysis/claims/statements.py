@@ -4,6 +4,8 @@ runs"), before/after lines ("Before: 44017.78 Ops/sec" over "After: 44687.08 Ops
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -379,18 +381,26 @@ def _change_after(text: str, end: int) -> str | None:
 def _clause_direction(sentence: str, start: int) -> str | None:
     """The direction the words of the clause holding position `start` give: "improved by 4%,
     but latency is 2% worse" is one improvement and one regression, not two of neither."""
+    clauses = _clauses(sentence)
+    k = bisect.bisect_right([lo for lo, _, _ in clauses], start) - 1
+    if k < 0:
+        return None
+    lo, hi, verb = clauses[k]
+    return _direction(f"{verb} {sentence[lo:hi]}" if verb else sentence[lo:hi])
+
+
+@functools.lru_cache(maxsize=16)
+def _clauses(sentence: str) -> tuple[tuple[int, int, str], ...]:
+    """(start, end, borrowed verb) of each clause: a clause with no verb of its own has the last
+    one before it ("reduces system CPU usage by 69% and total build time by 27%"). Cached: each
+    percentage of a sentence asks for its clause."""
     bounds = [0, *[m.end() for m in _CLAUSE.finditer(sentence)], len(sentence) + 1]
-    verb = ""
+    found, verb = [], ""
     for lo, hi in zip(bounds, bounds[1:], strict=False):
-        clause = sentence[lo:hi]
-        if lo <= start < hi:
-            if not verb or _VERB.search(clause):
-                return _direction(clause)
-            # "reduces system CPU usage by 69% and total build time by 27%": the second
-            # clause has the first one's verb
-            return _direction(f"{verb} {clause}")
-        verb = next((m.group(0) for m in _VERB.finditer(clause)), verb)
-    return None
+        own = _VERB.search(sentence, lo, hi)
+        found.append((lo, hi, "" if own else verb))
+        verb = own.group(0) if own else verb
+    return tuple(found)
 
 
 def percentages(sentence: Sentence) -> list[StatedChange]:
