@@ -168,24 +168,12 @@ def metric_higher_is_better(
 def named_before(text: str, end: int) -> bool | None:
     """Whether the quantity named last before position `end` of `text` is better higher: in
     "16 Threads: tail latency drops by 12%" the latency, not the threads."""
-    named = _named(text, 0, end)
-    return named[-1][1] if named else None
-
-
-def named_after(text: str, start: int) -> bool | None:
-    """Whether the quantity named first from position `start` of `text` on is better higher: in
-    "reduces the overhead of memcg charging" the overhead."""
-    named = _named(text, start, len(text))
-    return named[0][1] if named else None
-
-
-def _named(text: str, start: int, end: int) -> list[tuple[int, bool]]:
-    """(position, better higher) of each quantity named in text[start:end], in order."""
-    return sorted(
-        (match.start(), higher)
-        for pattern, higher in ((_HIGHER_NAME, True), (_LOWER_NAME, False))
-        for match in pattern.finditer(text, start, end)
-    )
+    last: tuple[int, bool] | None = None
+    for pattern, higher in ((_HIGHER_NAME, True), (_LOWER_NAME, False)):
+        for match in pattern.finditer(text, 0, end):
+            if last is None or match.start() > last[0]:
+                last = (match.start(), higher)
+    return last[1] if last is not None else None
 
 
 def change_direction(change_pct: float, higher: bool | None) -> str | None:
