@@ -450,9 +450,9 @@ _CONTRAST = re.compile(r";|,?\s+(?:but|while|whereas|although|however)\s+", re.I
 def _contrasted_part(sentence: Sentence, prose: str, at: int) -> Sentence:
     """The part of the sentence (as `prose`, its normalised text) between the contrasts around
     position `at`."""
-    bounds = [0, *(m.end() for m in _CONTRAST.finditer(prose)), len(prose) + 1]
-    lo = max(b for b in bounds if b <= at)
-    hi = min((m.start() for m in _CONTRAST.finditer(prose, at)), default=len(prose))
+    contrasts = list(_CONTRAST.finditer(prose))
+    lo = max((m.end() for m in contrasts if m.end() <= at), default=0)
+    hi = min((m.start() for m in contrasts if m.start() >= at), default=len(prose))
     return Sentence(prose[lo:hi], sentence.lines) if (lo, hi) != (0, len(prose)) else sentence
 
 

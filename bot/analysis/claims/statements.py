@@ -253,8 +253,7 @@ _REGRESSION = re.compile(
     r"overhead|penalty)\b",
     re.IGNORECASE,
 )
-# A number that fell: worse for throughput, better for latency; which, the quantity named
-# before the word says ("tail latency drops by 12%"), and a drop of nothing named is a loss.
+# A drop of nothing named is a loss ("performance dropped 3%" names it: `_LESSENED` below).
 _FELL = re.compile(r"\b(?:drops?|dropped|dropping)\b", re.IGNORECASE)
 # A number made smaller, by the change or on its own: better for what is better lower (a
 # latency, an overhead, a slowdown), worse for a throughput; and the reverse for a number that
@@ -313,10 +312,11 @@ def _moved(text: str, word: re.Match[str], *, object_only: bool = False) -> bool
     less than 1%" is a level)."""
     if _TO_WHERE.match(text, word.end()):
         return None
+    end = _OBJECT_END.search(text, word.end())
+    phrase = text[word.end() : end.start() if end else len(text)]
+    in_object = named_before(phrase, len(phrase))
     if object_only:
-        end = _OBJECT_END.search(text, word.end())
-        phrase = text[word.end() : end.start() if end else len(text)]
-        return named_before(phrase, len(phrase))
+        return in_object
     subject = named_before(text, word.start())
     of_what = _OF_WHAT.match(text, word.end())  # "a 5% decrease in throughput"
     named = named_before(of_what.group(1), len(of_what.group(1))) if of_what else None
@@ -324,10 +324,7 @@ def _moved(text: str, word: re.Match[str], *, object_only: bool = False) -> bool
         return named
     if _NO_OBJECT.match(text, word.end()) or _PASSIVE.search(text, 0, word.start()):
         return subject
-    end = _OBJECT_END.search(text, word.end())
-    phrase = text[word.end() : end.start() if end else len(text)]
-    named = named_before(phrase, len(phrase))
-    return named if named is not None else subject
+    return in_object if in_object is not None else subject
 
 
 # The words that say which way a clause's numbers went, or that a clause has a verb of its own.
